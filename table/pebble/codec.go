@@ -1,0 +1,212 @@
+package pebble
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/rookery/rookery/table"
+)
+
+// Key layout. Every engine key starts with a one-byte space, then its parts, each part escaped so
+// that byte order of the encoding is the byte order of the parts (0x00 becomes 0x00 0xFF) and
+// terminated by 0x00 0x01, which sorts below every escaped byte:
+//
+//	base item   'b' PK SK                       -> encoded item
+//	index entry 'i' index IPK ISK PK SK         -> encoded item (a full copy: DynamoDB's projection ALL)
+//	TTL entry   't' be64(ttl) PK SK             -> empty
+//
+// Invariant: for every base item, its index entries and its TTL entry exist exactly when the item
+// has the index's key attributes / a TTL attribute, and hold its current value. All of an item's
+// entries are written in the same batch as the item, under the item's stripe lock.
+const (
+	spaceBase  = 'b'
+	spaceIndex = 'i'
+	spaceTTL   = 't'
+)
+
+var terminator = []byte{0x00, 0x01}
+
+// appendPart appends s escaped and terminated.
+func appendPart(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		dst = append(dst, c)
+		if c == 0x00 {
+			dst = append(dst, 0xFF)
+		}
+	}
+	return append(dst, terminator...)
+}
+
+// appendEscaped appends s escaped but not terminated: the prefix of every part that starts with s.
+func appendEscaped(dst []byte, s string) []byte {
+	t := appendPart(dst, s)
+	return t[:len(t)-len(terminator)]
+}
+
+// readPart decodes one part from the front of b and returns it and the rest.
+func readPart(b []byte) (string, []byte, error) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != 0x00 {
+			out = append(out, c)
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", nil, errCorrupt
+		}
+		switch b[i+1] {
+		case 0xFF:
+			out = append(out, 0x00)
+			i++
+		case 0x01:
+			return string(out), b[i+2:], nil
+		default:
+			return "", nil, errCorrupt
+		}
+	}
+	return "", nil, errCorrupt
+}
+
+func baseKey(k table.Key) []byte {
+	b := make([]byte, 0, 1+len(k.PK)+len(k.SK)+4)
+	b = append(b, spaceBase)
+	b = appendPart(b, k.PK)
+	return appendPart(b, k.SK)
+}
+
+func indexPrefix(index, ipk string) []byte {
+	b := make([]byte, 0, 1+len(index)+len(ipk)+4)
+	b = append(b, spaceIndex)
+	b = appendPart(b, index)
+	return appendPart(b, ipk)
+}
+
+func indexKey(index, ipk, isk string, k table.Key) []byte {
+	b := indexPrefix(index, ipk)
+	b = appendPart(b, isk)
+	b = appendPart(b, k.PK)
+	return appendPart(b, k.SK)
+}
+
+func ttlKey(ttl int64, k table.Key) []byte {
+	b := make([]byte, 0, 9+len(k.PK)+len(k.SK)+4)
+	b = append(b, spaceTTL)
+	b = binary.BigEndian.AppendUint64(b, uint64(ttl))
+	b = appendPart(b, k.PK)
+	return appendPart(b, k.SK)
+}
+
+// Item encoding: uvarint(count), then per attribute uvarint(len(name)) name tag payload, where
+// payload is uvarint(len)+bytes for 's' and 'y' (binary), a varint for 'n', nothing for 'T'/'F', and
+// uvarint(count) then uvarint(len)+bytes per element for 'l'.
+var errCorrupt = errors.New("pebble: corrupt encoding")
+
+func encodeItem(dst []byte, it table.Item) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(it)))
+	for name, v := range it {
+		dst = binary.AppendUvarint(dst, uint64(len(name)))
+		dst = append(dst, name...)
+		switch v := v.(type) {
+		case string:
+			dst = append(dst, 's')
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		case int64:
+			dst = append(dst, 'n')
+			dst = binary.AppendVarint(dst, v)
+		case bool:
+			if v {
+				dst = append(dst, 'T')
+			} else {
+				dst = append(dst, 'F')
+			}
+		case []byte:
+			dst = append(dst, 'y')
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		case []string:
+			dst = append(dst, 'l')
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			for _, s := range v {
+				dst = binary.AppendUvarint(dst, uint64(len(s)))
+				dst = append(dst, s...)
+			}
+		default:
+			panic("pebble: encodeItem: unchecked type") // CheckItem rejects these first
+		}
+	}
+	return dst
+}
+
+func decodeItem(b []byte) (table.Item, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > math.MaxUint16 {
+		return nil, errCorrupt
+	}
+	b = b[w:]
+	it := make(table.Item, n)
+	readBytes := func() ([]byte, bool) {
+		l, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < l {
+			return nil, false
+		}
+		s := b[w : w+int(l)]
+		b = b[w+int(l):]
+		return s, true
+	}
+	for range n {
+		name, ok := readBytes()
+		if !ok || len(b) == 0 {
+			return nil, errCorrupt
+		}
+		tag := b[0]
+		b = b[1:]
+		switch tag {
+		case 's':
+			s, ok := readBytes()
+			if !ok {
+				return nil, errCorrupt
+			}
+			it[string(name)] = string(s)
+		case 'n':
+			v, w := binary.Varint(b)
+			if w <= 0 {
+				return nil, errCorrupt
+			}
+			b = b[w:]
+			it[string(name)] = v
+		case 'T', 'F':
+			it[string(name)] = tag == 'T'
+		case 'y':
+			s, ok := readBytes()
+			if !ok {
+				return nil, errCorrupt
+			}
+			it[string(name)] = append([]byte{}, s...)
+		case 'l':
+			cnt, w := binary.Uvarint(b)
+			if w <= 0 || cnt > uint64(len(b)) {
+				return nil, errCorrupt
+			}
+			b = b[w:]
+			l := make([]string, 0, cnt)
+			for range cnt {
+				s, ok := readBytes()
+				if !ok {
+					return nil, errCorrupt
+				}
+				l = append(l, string(s))
+			}
+			it[string(name)] = l
+		default:
+			return nil, errCorrupt
+		}
+	}
+	if len(b) != 0 {
+		return nil, errCorrupt
+	}
+	return it, nil
+}

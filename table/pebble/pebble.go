@@ -1,0 +1,528 @@
+// Package pebble is the embedded table backend: table.Table on CockroachDB's Pebble, an LSM key-value
+// store in the data directory. It is Rookery's default, and serves a single-node deployment whole.
+//
+// Writes are atomic per call: an item, its index entries and its TTL entry go into one Pebble batch.
+// Acknowledged writes are durable: every batch is committed with a synced WAL, and Pebble's commit
+// pipeline shares one fsync among all the batches that arrive while the previous sync is running
+// (group commit), so many concurrent writers cost few syncs.
+//
+// Conditions are evaluated under a lock on the item's key stripe, so read-check-write is atomic
+// against every other write to the same key; a transaction takes the stripes of all its keys in
+// order, so transactions cannot deadlock.
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// Options configure a DB.
+type Options struct {
+	// Dir is the directory that holds the database; ignored when InMemory.
+	Dir string
+	// InMemory keeps everything in memory (tests): nothing survives Close.
+	InMemory bool
+	// Schema names the secondary indexes.
+	Schema table.Schema
+	// Clock decides TTL expiry. Required.
+	Clock rookery.Clock
+	// CursorKey signs query cursors. Required.
+	CursorKey []byte
+	// SweepInterval is how often expired items are removed in the background; 0 means one minute,
+	// and a negative value disables the sweeper (call Sweep instead).
+	SweepInterval time.Duration
+	// CacheBytes is the block cache size; 0 means 128 MiB.
+	CacheBytes int64
+	// Logger receives background errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DB is a table.Table stored in Pebble.
+type DB struct {
+	db      *cpebble.DB
+	schema  table.Schema
+	clock   rookery.Clock
+	cursors *table.Cursors
+	log     *slog.Logger
+	seed    maphash.Seed
+	stripes [numStripes]sync.Mutex
+
+	// life guards use after Close: operations hold it for reading, Close for writing.
+	life   sync.RWMutex
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+const numStripes = 4096
+
+var _ table.Table = (*DB)(nil)
+
+// Open opens (creating if needed) the database that opts describe and starts its TTL sweeper.
+func Open(opts Options) (*DB, error) {
+	const op rookery.Op = "pebble.Open"
+	if opts.Clock == nil || len(opts.CursorKey) == 0 {
+		return nil, rookery.E(op, rookery.Invalid, "a clock and a cursor key are required")
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 128 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cache := cpebble.NewCache(opts.CacheBytes)
+	defer cache.Unref()
+	po := &cpebble.Options{Cache: cache, Logger: engineLogger{opts.Logger}}
+	dir := opts.Dir
+	if opts.InMemory {
+		po.FS, dir = vfs.NewMem(), ""
+	} else if dir == "" {
+		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
+	}
+	pdb, err := cpebble.Open(dir, po)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, "cannot open the embedded store", err)
+	}
+	d := &DB{
+		db:      pdb,
+		schema:  opts.Schema,
+		clock:   opts.Clock,
+		cursors: table.NewCursors(opts.CursorKey),
+		log:     opts.Logger,
+		seed:    maphash.MakeSeed(),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	interval := opts.SweepInterval
+	if interval == 0 {
+		interval = time.Minute
+	}
+	go d.sweepLoop(interval)
+	return d, nil
+}
+
+// Close stops the sweeper and closes the database. Acknowledged writes are already durable.
+func (d *DB) Close() error {
+	d.life.Lock()
+	defer d.life.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	close(d.stop)
+	<-d.done
+	if err := d.db.Close(); err != nil {
+		return rookery.E(rookery.Op("pebble.Close"), rookery.Internal, err)
+	}
+	return nil
+}
+
+// enter starts an operation: it fails if ctx has ended or the DB is closed; otherwise the caller
+// must call d.life.RUnlock when done.
+func (d *DB) enter(op rookery.Op, ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return rookery.E(op, rookery.Unavailable, err)
+	}
+	d.life.RLock()
+	if d.closed {
+		d.life.RUnlock()
+		return rookery.E(op, rookery.Unavailable, "the store is closed")
+	}
+	return nil
+}
+
+// Ping reports whether the store is open.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.enter("pebble.Ping", ctx); err != nil {
+		return err
+	}
+	d.life.RUnlock()
+	return nil
+}
+
+func (d *DB) now() int64 { return d.clock.Now().Unix() }
+
+// read returns the stored item with key k, expired or not, or nil if there is none.
+func (d *DB) read(op rookery.Op, k table.Key) (table.Item, error) {
+	v, closer, err := d.db.Get(baseKey(k))
+	if err == cpebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	defer closer.Close()
+	it, err := decodeItem(v)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	return it, nil
+}
+
+// visible returns it, or nil if it has expired.
+func (d *DB) visible(it table.Item) table.Item {
+	if it == nil || table.Expired(it, d.now()) {
+		return nil
+	}
+	return it
+}
+
+// Get implements table.Table.
+func (d *DB) Get(ctx context.Context, k table.Key) (table.Item, error) {
+	const op rookery.Op = "pebble.Get"
+	if err := table.CheckKey(op, k); err != nil {
+		return nil, err
+	}
+	if err := d.enter(op, ctx); err != nil {
+		return nil, err
+	}
+	defer d.life.RUnlock()
+	it, err := d.read(op, k)
+	if err != nil {
+		return nil, err
+	}
+	if it = d.visible(it); it == nil {
+		return nil, rookery.E(op, rookery.NotFound, "item not found")
+	}
+	return it, nil
+}
+
+// BatchGet implements table.Table.
+func (d *DB) BatchGet(ctx context.Context, keys []table.Key) ([]table.Item, error) {
+	const op rookery.Op = "pebble.BatchGet"
+	if len(keys) > table.MaxBatchGet {
+		return nil, rookery.Errorf(op, rookery.Invalid, "%d keys; the limit is %d", len(keys), table.MaxBatchGet)
+	}
+	for _, k := range keys {
+		if err := table.CheckKey(op, k); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.enter(op, ctx); err != nil {
+		return nil, err
+	}
+	defer d.life.RUnlock()
+	out := make([]table.Item, len(keys))
+	for i, k := range keys {
+		it, err := d.read(op, k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d.visible(it)
+	}
+	return out, nil
+}
+
+// Put implements table.Table.
+func (d *DB) Put(ctx context.Context, item table.Item, conds ...table.Cond) error {
+	return d.TransactWrite(ctx, []table.Write{table.PutWrite(item, conds...)})
+}
+
+// Delete implements table.Table.
+func (d *DB) Delete(ctx context.Context, k table.Key, conds ...table.Cond) error {
+	return d.TransactWrite(ctx, []table.Write{table.DeleteWrite(k, conds...)})
+}
+
+// Update implements table.Table.
+func (d *DB) Update(ctx context.Context, k table.Key, u table.Update, conds ...table.Cond) (table.Item, error) {
+	var after table.Item
+	err := d.transact(ctx, "pebble.Update", []table.Write{table.UpdateWrite(k, u, conds...)}, func(_ int, it table.Item) { after = it })
+	if err != nil {
+		return nil, err
+	}
+	return after, nil
+}
+
+// TransactWrite implements table.Table.
+func (d *DB) TransactWrite(ctx context.Context, writes []table.Write) error {
+	return d.transact(ctx, "pebble.TransactWrite", writes, nil)
+}
+
+// transact is every write: it validates, locks every key's stripe, reads each current item, checks
+// every condition, and commits one synced batch. written, if not nil, sees each write's new item.
+func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, written func(i int, it table.Item)) error {
+	writes, err := table.CheckWrites(op, d.schema, writes)
+	if err != nil {
+		return err
+	}
+	if err := d.enter(op, ctx); err != nil {
+		return err
+	}
+	defer d.life.RUnlock()
+
+	keys := make([]table.Key, len(writes))
+	for i, w := range writes {
+		keys[i] = writeKey(w)
+	}
+	unlock := d.lock(keys)
+	defer unlock()
+
+	b := d.db.NewBatch()
+	defer b.Close()
+	now := d.now()
+	for i, w := range writes {
+		old, err := d.read(op, keys[i])
+		if err != nil {
+			return err
+		}
+		cur := old
+		if cur != nil && table.Expired(cur, now) {
+			cur = nil
+		}
+		if !table.Holds(w.Conds, cur) {
+			cerr := &table.ConditionError{Index: i}
+			if len(writes) == 1 {
+				return rookery.E(op, rookery.Conflict, "condition failed", cerr)
+			}
+			return rookery.E(op, rookery.Conflict, "transaction cancelled: a condition failed", cerr)
+		}
+		var next table.Item
+		switch w.Kind {
+		case table.WritePut:
+			next = w.Item
+		case table.WriteUpdate:
+			if next, err = table.ApplyUpdate(op, cur, keys[i], w.Update); err != nil {
+				return err
+			}
+			if next, err = table.CheckItem(op, d.schema, next); err != nil {
+				return err
+			}
+		case table.WriteDelete:
+		case table.WriteCheck:
+			continue
+		}
+		if err := d.replace(b, keys[i], old, next); err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		if written != nil {
+			written(i, next)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(cpebble.Sync); err != nil {
+		return rookery.E(op, rookery.Internal, "commit failed", err)
+	}
+	return nil
+}
+
+func writeKey(w table.Write) table.Key {
+	if w.Kind == table.WritePut {
+		return w.Item.Key()
+	}
+	return w.Key
+}
+
+// replace adds to b what turns old (nil: none) into next (nil: delete) for key k, keeping the
+// index and TTL invariant of codec.go.
+func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error {
+	if old != nil {
+		for _, ix := range d.schema.Indexes {
+			if ipk, isk, ok := indexKeyOf(ix, old); ok {
+				if err := b.Delete(indexKey(ix.Name, ipk, isk, k), nil); err != nil {
+					return err
+				}
+			}
+		}
+		if ttl, ok := old[table.TTL].(int64); ok {
+			if err := b.Delete(ttlKey(ttl, k), nil); err != nil {
+				return err
+			}
+		}
+	}
+	if next == nil {
+		return b.Delete(baseKey(k), nil)
+	}
+	val := encodeItem(nil, next)
+	if err := b.Set(baseKey(k), val, nil); err != nil {
+		return err
+	}
+	for _, ix := range d.schema.Indexes {
+		if ipk, isk, ok := indexKeyOf(ix, next); ok {
+			if err := b.Set(indexKey(ix.Name, ipk, isk, k), val, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if ttl, ok := next[table.TTL].(int64); ok {
+		return b.Set(ttlKey(ttl, k), nil, nil)
+	}
+	return nil
+}
+
+func indexKeyOf(ix table.Index, it table.Item) (ipk, isk string, ok bool) {
+	ipk, ok1 := it[ix.PK].(string)
+	isk, ok2 := it[ix.SK].(string)
+	return ipk, isk, ok1 && ok2
+}
+
+// lock takes the stripe locks of keys in ascending stripe order and returns their release.
+func (d *DB) lock(keys []table.Key) (unlock func()) {
+	if len(keys) == 1 {
+		m := &d.stripes[d.stripe(keys[0])]
+		m.Lock()
+		return m.Unlock
+	}
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		idx = append(idx, d.stripe(k))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		d.stripes[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			d.stripes[i].Unlock()
+		}
+	}
+}
+
+func (d *DB) stripe(k table.Key) int {
+	var h maphash.Hash
+	h.SetSeed(d.seed)
+	h.WriteString(k.PK)
+	h.WriteByte(0)
+	h.WriteString(k.SK)
+	return int(h.Sum64() % numStripes)
+}
+
+// Query implements table.Table.
+func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
+	const op rookery.Op = "pebble.Query"
+	ix, limit, err := table.CheckQuery(op, d.schema, q)
+	if err != nil {
+		return table.Page{}, err
+	}
+	var prefix []byte
+	if q.Index == "" {
+		prefix = appendPart([]byte{spaceBase}, q.PK)
+	} else {
+		prefix = indexPrefix(q.Index, q.PK)
+	}
+	lower, upper := skBounds(prefix, q.SK)
+	if q.Cursor != "" {
+		pos, err := d.cursors.Open(op, q)
+		if err != nil {
+			return table.Page{}, err
+		}
+		var at []byte
+		if q.Index == "" {
+			at = baseKey(pos.Key)
+		} else {
+			at = indexKey(q.Index, q.PK, pos.IndexSK, pos.Key)
+		}
+		if q.Desc {
+			if bytes.Compare(at, upper) < 0 {
+				upper = at
+			}
+		} else if after := append(at, 0x00); bytes.Compare(after, lower) > 0 {
+			lower = after
+		}
+	}
+	if err := d.enter(op, ctx); err != nil {
+		return table.Page{}, err
+	}
+	defer d.life.RUnlock()
+	var page table.Page
+	if bytes.Compare(lower, upper) >= 0 {
+		return page, nil
+	}
+	iter, err := d.db.NewIter(&cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return table.Page{}, rookery.E(op, rookery.Internal, err)
+	}
+	defer iter.Close()
+	step := iter.Next
+	valid := iter.First()
+	if q.Desc {
+		step, valid = iter.Prev, iter.Last()
+	}
+	now := d.now()
+	for ; valid; valid = step() {
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		}
+		it, err := decodeItem(v)
+		if err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		}
+		if table.Expired(it, now) {
+			continue
+		}
+		if len(page.Items) == limit {
+			last := page.Items[limit-1]
+			page.Next = d.cursors.Seal(q, table.Position{Key: last.Key(), IndexSK: last.String(ix.SK)})
+			break
+		}
+		page.Items = append(page.Items, it)
+	}
+	if err := iter.Error(); err != nil {
+		return table.Page{}, rookery.E(op, rookery.Internal, err)
+	}
+	return page, nil
+}
+
+// skBounds returns the engine key range [lower, upper) of the entries under prefix whose sort key
+// satisfies c.
+func skBounds(prefix []byte, c table.SKCond) (lower, upper []byte) {
+	with := func(s string) []byte { return appendPart(slices.Clip(prefix), s) }
+	switch c.Op {
+	case table.SKEq:
+		p := with(c.Value)
+		return p, prefixSuccessor(p)
+	case table.SKBeginsWith:
+		p := appendEscaped(slices.Clip(prefix), c.Value)
+		return p, prefixSuccessor(p)
+	case table.SKBetween:
+		return with(c.Value), prefixSuccessor(with(c.Value2))
+	case table.SKLt:
+		return prefix, with(c.Value)
+	case table.SKLe:
+		return prefix, prefixSuccessor(with(c.Value))
+	case table.SKGt:
+		return prefixSuccessor(with(c.Value)), prefixSuccessor(prefix)
+	case table.SKGe:
+		return with(c.Value), prefixSuccessor(prefix)
+	}
+	return prefix, prefixSuccessor(prefix)
+}
+
+// prefixSuccessor returns the smallest key greater than every key that starts with p.
+func prefixSuccessor(p []byte) []byte {
+	s := slices.Clone(p)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != 0xFF {
+			s[i]++
+			return s[:i+1]
+		}
+	}
+	return nil // p is all 0xFF: no successor; never happens (keys start with a space byte)
+}
+
+// engineLogger passes Pebble's errors to slog and keeps its informational chatter out.
+type engineLogger struct{ log *slog.Logger }
+
+func (engineLogger) Infof(string, ...any) {}
+func (l engineLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+func (l engineLogger) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	cpebble.DefaultLogger.Fatalf(format, args...)
+}

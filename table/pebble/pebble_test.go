@@ -1,0 +1,108 @@
+package pebble_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/table/tabletest"
+)
+
+func open(t testing.TB, opts pebble.Options) *pebble.DB {
+	t.Helper()
+	db, err := pebble.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestConformanceInMemory(t *testing.T) {
+	tabletest.Run(t, func(t testing.TB, cfg tabletest.Config) table.Table {
+		return open(t, pebble.Options{InMemory: true, Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})
+	})
+}
+
+func TestConformanceOnDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the in-memory run covers the same code; -short skips the on-disk run")
+	}
+	tabletest.Run(t, func(t testing.TB, cfg tabletest.Config) table.Table {
+		return open(t, pebble.Options{Dir: t.TempDir(), Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})
+	})
+}
+
+func TestReopenKeepsItemsIndexesAndTTL(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := tabletest.NewClock(time.Unix(1_800_000_000, 0))
+	opts := pebble.Options{Dir: dir, Schema: tabletest.Schema, Clock: clock, CursorKey: []byte("k"), SweepInterval: -1}
+	db, err := pebble.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []table.Item{
+		{table.PK: "a", table.SK: "1", "GSI1PK": "X", "GSI1SK": "1"},
+		{table.PK: "a", table.SK: "2", "GSI1PK": "X", "GSI1SK": "2", table.TTL: int64(1_800_000_010)},
+	} {
+		if err := db.Put(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Get(ctx, table.Key{PK: "a", SK: "1"}); !rookery.IsKind(err, rookery.Unavailable) {
+		t.Fatalf("Get after Close = %v; want Unavailable", err)
+	}
+	db = open(t, opts)
+	p, err := db.Query(ctx, table.Query{Index: "GSI1", PK: "X"})
+	if err != nil || len(p.Items) != 2 {
+		t.Fatalf("index after reopen: %v, %v", p.Items, err)
+	}
+	// The sweeper removes the expired item and its index entries, and only it.
+	clock.Advance(time.Minute)
+	n, err := db.Sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1", n, err)
+	}
+	if n, _ := db.Sweep(ctx); n != 0 {
+		t.Fatalf("second Sweep removed %d", n)
+	}
+	p, err = db.Query(ctx, table.Query{Index: "GSI1", PK: "X"})
+	if err != nil || len(p.Items) != 1 || p.Items[0].String(table.SK) != "1" {
+		t.Fatalf("index after sweep: %v, %v", p.Items, err)
+	}
+}
+
+func TestBackgroundSweep(t *testing.T) {
+	ctx := context.Background()
+	clock := tabletest.NewClock(time.Unix(1_800_000_000, 0))
+	db := open(t, pebble.Options{InMemory: true, Clock: clock, CursorKey: []byte("k"), SweepInterval: 5 * time.Millisecond})
+	for i := range 2500 { // more than one sweep round
+		it := table.Item{table.PK: "p", table.SK: string(rune('a'+i%26)) + time.Duration(i).String(), table.TTL: int64(1_800_000_001)}
+		if err := db.Put(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// Sweep returns 0 once the background sweeper has removed everything.
+		n, err := db.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("background sweeper did not finish")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
