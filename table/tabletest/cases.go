@@ -52,7 +52,7 @@ func (e *env) query(q table.Query) table.Page {
 	e.t.Helper()
 	p, err := e.tab.Query(ctx, q)
 	if err != nil {
-		e.t.Fatalf("Query(%+v): %v", q, err)
+		e.t.Fatalf("Query(index %q, partition %.40q, %+v): %v", q.Index, q.PK, q.SK, err)
 	}
 	return p
 }
@@ -113,7 +113,7 @@ func item(pk, sk string, attrs ...any) table.Item {
 
 func testRoundTrip(e *env) {
 	want := item("USER#a", "META",
-		"s", "hello", "empty", "", "n", int64(-42), "max", int64(math.MaxInt64), "min", int64(math.MinInt64 + 1),
+		"s", "hello", "empty", "", "n", int64(-42), "max", int64(math.MaxInt64), "min", int64(math.MinInt64+1),
 		"zero", int64(0), "t", true, "f", false, "b", []byte{0, 1, 2, 255}, "l", []string{"x", "", "y"},
 		"nolist", []string{}, "uni", "héllo 🐦 ‮", "multi\nline", "a\tb")
 	e.put(want)
@@ -631,8 +631,16 @@ func testCursorConcurrentInserts(e *env) {
 		e.put(item("feed", sk, "sk", sk))
 	}
 	for _, desc := range []bool{false, true} {
+		pageWhileInserting(e, desc, initial, existing)
+	}
+}
+
+func pageWhileInserting(e *env, desc bool, initial int, existing map[string]bool) {
+	{
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(stop)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -646,7 +654,7 @@ func testCursorConcurrentInserts(e *env) {
 				// New items land before, between and after the existing ones.
 				sk := fmt.Sprintf("%06d~%d", r.IntN(initial*10+100), n)
 				if err := e.tab.Put(ctx, item("feed", sk, "sk", sk)); err != nil {
-					e.t.Error(err)
+					e.t.Errorf("concurrent insert: %v", err)
 					return
 				}
 			}
@@ -671,8 +679,6 @@ func testCursorConcurrentInserts(e *env) {
 			}
 			q.Cursor = p.Next
 		}
-		close(stop)
-		wg.Wait()
 		for sk := range existing {
 			if !seen[sk] {
 				e.t.Fatalf("desc=%v: %s existed throughout but was skipped", desc, sk)

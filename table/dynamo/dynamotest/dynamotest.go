@@ -1,0 +1,103 @@
+// Package dynamotest gives tests a DynamoDB to run against: AWS DynamoDB Local, started by
+// scripts/dynamodb-local.sh (which installs it into a cache outside the repository on first use), or
+// the one named by ROOKERY_TEST_DYNAMO_ENDPOINT (make test starts one and sets it, so that all
+// packages share it). A DynamoDB that cannot be started fails the tests: it never skips them.
+package dynamotest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
+)
+
+// EnvEndpoint names the environment variable that points tests at a running DynamoDB.
+const EnvEndpoint = "ROOKERY_TEST_DYNAMO_ENDPOINT"
+
+var endpoint string
+
+// Main is TestMain for packages that use DynamoDB: it makes sure one is running for the package's
+// tests (starting DynamoDB Local unless EnvEndpoint is set), runs them, and stops what it started.
+func Main(m *testing.M) {
+	endpoint = os.Getenv(EnvEndpoint)
+	var pid string
+	if endpoint == "" {
+		script := filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh")
+		out, err := exec.Command("bash", script, "start").Output()
+		if err != nil {
+			var stderr string
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			fmt.Fprintf(os.Stderr, "dynamotest: cannot start DynamoDB Local with %s: %v\n%s", script, err, stderr)
+			os.Exit(1)
+		}
+		fields := strings.Fields(string(out))
+		if len(fields) != 2 {
+			fmt.Fprintf(os.Stderr, "dynamotest: unexpected output from %s: %q\n", script, out)
+			os.Exit(1)
+		}
+		endpoint, pid = fields[0], fields[1]
+	}
+	code := m.Run()
+	if pid != "" {
+		exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", pid).Run()
+	}
+	os.Exit(code)
+}
+
+// repoRoot finds the module root from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Endpoint returns the endpoint of the test DynamoDB; the package must use Main.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	if endpoint == "" {
+		t.Fatal("dynamotest: no DynamoDB endpoint; the package's TestMain must call dynamotest.Main")
+	}
+	return endpoint
+}
+
+// Client returns a client of the test DynamoDB.
+func Client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	c, err := dynamo.NewClient(context.Background(), dynamo.ClientOptions{Endpoint: Endpoint(t), Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var tables atomic.Int64
+
+// NewTable migrates a table with a unique name and the given schema, drops it when the test ends,
+// and returns its name.
+func NewTable(t testing.TB, client *dynamodb.Client, schema table.Schema) string {
+	t.Helper()
+	name := fmt.Sprintf("rookery-test-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, tables.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dynamo.Migrate(ctx, client, name, schema, nil); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := dynamo.DropTable(context.Background(), client, name); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	return name
+}
