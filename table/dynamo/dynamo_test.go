@@ -67,3 +67,16 @@ func TestMigrateIsSafeToRepeatAndAddsIndexes(t *testing.T) {
 }
 
 func ctxTime() (t0 time.Time) { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) }
+
+// BenchmarkDynamoLocal measures the DynamoDB backend against DynamoDB Local, for reference only:
+// DynamoDB Local is a Java emulator and says nothing of DynamoDB's own latency.
+func BenchmarkDynamoLocal(b *testing.B) {
+	client := dynamotest.Client(b)
+	tabletest.Bench(b, func(t testing.TB, cfg tabletest.Config) table.Table {
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, cfg.Schema), Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

@@ -106,3 +106,10 @@ func TestBackgroundSweep(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkPebble measures the on-disk backend with durable (synced) writes, as deployed.
+func BenchmarkPebble(b *testing.B) {
+	tabletest.Bench(b, func(t testing.TB, cfg tabletest.Config) table.Table {
+		return open(t, pebble.Options{Dir: t.TempDir(), Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})
+	})
+}
