@@ -142,70 +142,73 @@ func encodeItem(dst []byte, it table.Item) []byte {
 }
 
 func decodeItem(b []byte) (table.Item, error) {
+	// One string holds the whole value; names and string values are slices of it, so decoding
+	// allocates the map, this string and little else (the hot path of every read).
+	all := string(b)
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > math.MaxUint16 {
 		return nil, errCorrupt
 	}
-	b = b[w:]
+	pos := w
 	it := make(table.Item, n)
-	readBytes := func() ([]byte, bool) {
-		l, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < l {
-			return nil, false
+	readStr := func() (string, bool) {
+		l, w := binary.Uvarint(b[pos:])
+		if w <= 0 || uint64(len(b)-pos-w) < l {
+			return "", false
 		}
-		s := b[w : w+int(l)]
-		b = b[w+int(l):]
+		s := all[pos+w : pos+w+int(l)]
+		pos += w + int(l)
 		return s, true
 	}
 	for range n {
-		name, ok := readBytes()
-		if !ok || len(b) == 0 {
+		name, ok := readStr()
+		if !ok || pos >= len(b) {
 			return nil, errCorrupt
 		}
-		tag := b[0]
-		b = b[1:]
+		tag := b[pos]
+		pos++
 		switch tag {
 		case 's':
-			s, ok := readBytes()
+			s, ok := readStr()
 			if !ok {
 				return nil, errCorrupt
 			}
-			it[string(name)] = string(s)
+			it[name] = s
 		case 'n':
-			v, w := binary.Varint(b)
+			v, w := binary.Varint(b[pos:])
 			if w <= 0 {
 				return nil, errCorrupt
 			}
-			b = b[w:]
-			it[string(name)] = v
+			pos += w
+			it[name] = v
 		case 'T', 'F':
-			it[string(name)] = tag == 'T'
+			it[name] = tag == 'T'
 		case 'y':
-			s, ok := readBytes()
+			s, ok := readStr()
 			if !ok {
 				return nil, errCorrupt
 			}
-			it[string(name)] = append([]byte{}, s...)
+			it[name] = []byte(s)
 		case 'l':
-			cnt, w := binary.Uvarint(b)
-			if w <= 0 || cnt > uint64(len(b)) {
+			cnt, w := binary.Uvarint(b[pos:])
+			if w <= 0 || cnt > uint64(len(b)-pos) {
 				return nil, errCorrupt
 			}
-			b = b[w:]
+			pos += w
 			l := make([]string, 0, cnt)
 			for range cnt {
-				s, ok := readBytes()
+				s, ok := readStr()
 				if !ok {
 					return nil, errCorrupt
 				}
-				l = append(l, string(s))
+				l = append(l, s)
 			}
-			it[string(name)] = l
+			it[name] = l
 		default:
 			return nil, errCorrupt
 		}
 	}
-	if len(b) != 0 {
+	if pos != len(b) {
 		return nil, errCorrupt
 	}
 	return it, nil
