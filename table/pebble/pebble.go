@@ -541,7 +541,6 @@ func (l engineLogger) Fatalf(format string, args ...any) {
 	cpebble.DefaultLogger.Fatalf(format, args...)
 }
 
-
 // Flush writes the memtable to sstables. Benchmarks use it to read from the state a long-running
 // store is in (most data in sstables and the block cache), not only from the write buffer.
 func (d *DB) Flush() error {

@@ -1,0 +1,206 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+	_ "time/tzdata" // IANA zones on every machine, whatever its zoneinfo
+	"unicode/utf8"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// UserInput is the body of PUT /v1/users/{id}.
+type UserInput struct {
+	Username    string  `json:"username"`
+	DisplayName *string `json:"display_name"`
+	Bio         *string `json:"bio"`
+	TimeZone    *string `json:"timezone"`
+}
+
+// validate checks in and returns the values to store: display name defaults to the username, bio
+// to "", time zone to UTC.
+func (in UserInput) validate(op rookery.Op) (display, bio, tz string, err error) {
+	var fe rookery.FieldErrors
+	if !validUsername(in.Username) {
+		fe.Add("username", "must be 3 to 30 characters of a-z, 0-9 and _")
+	}
+	display = in.Username
+	if in.DisplayName != nil {
+		display = *in.DisplayName
+		if n := utf8.RuneCountInString(display); n < 1 || n > 64 {
+			fe.Add("display_name", "must be 1 to 64 characters")
+		}
+	}
+	if in.Bio != nil {
+		bio = *in.Bio
+		if utf8.RuneCountInString(bio) > 500 {
+			fe.Add("bio", "must be at most 500 characters")
+		}
+	}
+	tz = "UTC"
+	if in.TimeZone != nil {
+		tz = *in.TimeZone
+		if !validTimeZone(tz) {
+			fe.Add("timezone", "must be an IANA time zone such as Europe/Berlin")
+		}
+	}
+	return display, bio, tz, fe.Err(op)
+}
+
+// validUsername: 3..30 of [a-z0-9_]; upper case letters are accepted and compared case-insensitively.
+func validUsername(s string) bool {
+	if len(s) < 3 || len(s) > 30 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func validTimeZone(tz string) bool {
+	if tz == "" || tz == "Local" {
+		return false
+	}
+	_, err := time.LoadLocation(tz)
+	return err == nil
+}
+
+func validID(op rookery.Op, id string) error {
+	if !rookery.ValidUserID(id) {
+		return rookery.FieldErrors{{Name: "id", Reason: "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}}.Err(op)
+	}
+	return nil
+}
+
+// PutUser creates user id (created is true) or replaces its profile. Only the user or a server
+// token may. A username held by another user is Conflict; it is claimed with a conditional write,
+// so two users racing for one name cannot both get it, and a changed username frees the old one in
+// the same transaction.
+func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.User, created bool, err error) {
+	const op rookery.Op = "app.PutUser"
+	if err := validID(op, id); err != nil {
+		return u, false, err
+	}
+	if err := actAs(ctx, op, id); err != nil {
+		return u, false, err
+	}
+	display, bio, tz, err := in.validate(op)
+	if err != nil {
+		return u, false, err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := a.table.Get(ctx, userKey(id))
+		switch {
+		case rookery.IsKind(err, rookery.NotFound):
+			cur = nil
+		case err != nil:
+			return u, false, err
+		}
+		now := a.clock.Now().UTC().Truncate(time.Millisecond)
+		item := table.Item{
+			table.PK: userKey(id).PK, table.SK: skMeta,
+			"id": id, "username": in.Username, "display_name": display, "bio": bio, "timezone": tz,
+			"created_at": now.UnixMilli(), "version": int64(1),
+		}
+		claim := table.Item{table.PK: usernameKey(in.Username).PK, table.SK: skMeta, "user_id": id}
+		var writes []table.Write
+		if cur == nil {
+			writes = []table.Write{
+				table.PutWrite(claim, table.NotExists(table.PK)),
+				table.PutWrite(item, table.NotExists(table.PK)),
+			}
+		} else {
+			version := cur.Int("version")
+			for _, keep := range []string{"created_at", "follower_count", "following_count", "post_count"} {
+				if v, ok := cur[keep]; ok {
+					item[keep] = v
+				}
+			}
+			item["version"] = version + 1
+			oldName := cur.String("username")
+			if usernameKey(oldName) == usernameKey(in.Username) {
+				writes = []table.Write{
+					table.PutWrite(claim),
+					table.PutWrite(item, table.VersionIs("version", version)),
+				}
+			} else {
+				writes = []table.Write{
+					table.PutWrite(claim, table.NotExists(table.PK)),
+					table.PutWrite(item, table.VersionIs("version", version)),
+					table.DeleteWrite(usernameKey(oldName), table.Compare("user_id", table.OpEq, id)),
+				}
+			}
+		}
+		err = a.table.TransactWrite(ctx, writes)
+		var ce *table.ConditionError
+		switch {
+		case err == nil:
+			return userFromItem(item), cur == nil, nil
+		case errors.As(err, &ce) && ce.Index == 0:
+			return u, false, rookery.E(op, rookery.Conflict, "username is taken", err)
+		case rookery.IsKind(err, rookery.Conflict):
+			continue // the user changed under us: read again
+		default:
+			return u, false, err
+		}
+	}
+	return u, false, rookery.E(op, rookery.Conflict, "the user is being changed concurrently; retry")
+}
+
+// User returns user id. Any authenticated caller may read a profile. A missing user is NotFound.
+func (a *App) User(ctx context.Context, id string) (rookery.User, error) {
+	const op rookery.Op = "app.User"
+	if err := validID(op, id); err != nil {
+		return rookery.User{}, err
+	}
+	if _, err := caller(ctx, op); err != nil {
+		return rookery.User{}, err
+	}
+	it, err := a.table.Get(ctx, userKey(id))
+	if err != nil {
+		if rookery.IsKind(err, rookery.NotFound) {
+			return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
+		}
+		return rookery.User{}, err
+	}
+	return userFromItem(it), nil
+}
+
+// UserByUsername returns the user who holds username (compared case-insensitively).
+func (a *App) UserByUsername(ctx context.Context, username string) (rookery.User, error) {
+	const op rookery.Op = "app.UserByUsername"
+	if !validUsername(username) {
+		return rookery.User{}, rookery.FieldErrors{{Name: "username", Reason: "must be 3 to 30 characters of a-z, 0-9 and _"}}.Err(op)
+	}
+	if _, err := caller(ctx, op); err != nil {
+		return rookery.User{}, err
+	}
+	claim, err := a.table.Get(ctx, usernameKey(username))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
+	}
+	if err != nil {
+		return rookery.User{}, err
+	}
+	return a.User(ctx, claim.String("user_id"))
+}
+
+func userFromItem(it table.Item) rookery.User {
+	return rookery.User{
+		ID:             it.String("id"),
+		Username:       it.String("username"),
+		DisplayName:    it.String("display_name"),
+		Bio:            it.String("bio"),
+		TimeZone:       it.String("timezone"),
+		CreatedAt:      rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()},
+		FollowerCount:  it.Int("follower_count"),
+		FollowingCount: it.Int("following_count"),
+		PostCount:      it.Int("post_count"),
+	}
+}

@@ -1,0 +1,154 @@
+// Package auth verifies and mints the JWT bearer tokens of Rookery's API (API.md, Conventions):
+// HS256 with the configured secret, or EdDSA and RS256 verified with configured public keys. `exp`
+// is required; `alg: none`, other algorithms, wrong keys, and expired or malformed tokens are all
+// Unauthenticated, with nothing more said to the client.
+package auth
+
+import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/rookery/rookery"
+)
+
+// Claims are the claims Rookery reads: the standard ones, and scope "server" for the app's own
+// backend.
+type Claims struct {
+	Scope string `json:"scope,omitempty"`
+	jwt.RegisteredClaims
+}
+
+// ScopeServer is the scope of a token that may act for any user.
+const ScopeServer = "server"
+
+// Verifier checks bearer tokens.
+type Verifier struct {
+	secret []byte
+	ed     []ed25519.PublicKey
+	rsa    []*rsa.PublicKey
+	clock  rookery.Clock
+}
+
+// NewVerifier returns a Verifier that accepts HS256 tokens signed with secret (if not empty) and
+// EdDSA or RS256 tokens signed by the private half of one of publicKeys. At least one key is needed.
+func NewVerifier(secret []byte, publicKeys []crypto.PublicKey, clock rookery.Clock) (*Verifier, error) {
+	v := &Verifier{secret: secret, clock: clock}
+	for _, k := range publicKeys {
+		switch k := k.(type) {
+		case ed25519.PublicKey:
+			v.ed = append(v.ed, k)
+		case *rsa.PublicKey:
+			v.rsa = append(v.rsa, k)
+		default:
+			return nil, fmt.Errorf("auth: unsupported public key type %T (want Ed25519 or RSA)", k)
+		}
+	}
+	if len(secret) == 0 && len(publicKeys) == 0 {
+		return nil, errors.New("auth: no secret and no public key configured")
+	}
+	return v, nil
+}
+
+var errUnauthenticated = rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenticated, "missing, invalid or expired token")
+
+// Verify returns the caller that token authenticates, or an Unauthenticated error that says
+// nothing about why (the reason is wrapped for logs only).
+func (v *Verifier) Verify(token string) (rookery.Caller, error) {
+	var claims Claims
+	methods := []string{}
+	if len(v.secret) > 0 {
+		methods = append(methods, jwt.SigningMethodHS256.Alg())
+	}
+	if len(v.ed) > 0 {
+		methods = append(methods, jwt.SigningMethodEdDSA.Alg())
+	}
+	if len(v.rsa) > 0 {
+		methods = append(methods, jwt.SigningMethodRS256.Alg())
+	}
+	_, err := jwt.ParseWithClaims(token, &claims, v.key,
+		jwt.WithValidMethods(methods),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(v.clock.Now),
+		jwt.WithLeeway(5*time.Second),
+	)
+	if err != nil {
+		return rookery.Caller{}, rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenticated, "missing, invalid or expired token", err)
+	}
+	if !rookery.ValidUserID(claims.Subject) {
+		return rookery.Caller{}, errUnauthenticated
+	}
+	if claims.Scope != "" && claims.Scope != ScopeServer {
+		return rookery.Caller{}, errUnauthenticated
+	}
+	return rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer}, nil
+}
+
+func (v *Verifier) key(t *jwt.Token) (any, error) {
+	switch t.Method.Alg() {
+	case jwt.SigningMethodHS256.Alg():
+		return v.secret, nil
+	case jwt.SigningMethodEdDSA.Alg():
+		set := jwt.VerificationKeySet{}
+		for _, k := range v.ed {
+			set.Keys = append(set.Keys, k)
+		}
+		return set, nil
+	case jwt.SigningMethodRS256.Alg():
+		set := jwt.VerificationKeySet{}
+		for _, k := range v.rsa {
+			set.Keys = append(set.Keys, k)
+		}
+		return set, nil
+	}
+	return nil, fmt.Errorf("auth: algorithm %s not accepted", t.Method.Alg())
+}
+
+// Mint returns an HS256 token for subject, valid for ttl from now, with scope "server" if server.
+func Mint(secret []byte, subject string, server bool, ttl time.Duration, now time.Time) (string, error) {
+	if len(secret) == 0 {
+		return "", errors.New("auth: no secret to sign with")
+	}
+	if !rookery.ValidUserID(subject) {
+		return "", fmt.Errorf("auth: %q is not a valid user id (1..64 of [A-Za-z0-9_-])", subject)
+	}
+	c := Claims{RegisteredClaims: jwt.RegisteredClaims{
+		Subject:   subject,
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}}
+	if server {
+		c.Scope = ScopeServer
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+}
+
+// ParsePublicKeys reads PEM-encoded Ed25519 and RSA public keys (any number of PEM blocks).
+func ParsePublicKeys(pemData []byte) ([]crypto.PublicKey, error) {
+	var keys []crypto.PublicKey
+	for {
+		block, rest := pem.Decode(pemData)
+		if block == nil {
+			break
+		}
+		one := pem.EncodeToMemory(block)
+		if k, err := jwt.ParseEdPublicKeyFromPEM(one); err == nil {
+			keys = append(keys, k)
+		} else if k, err := jwt.ParseRSAPublicKeyFromPEM(one); err == nil {
+			keys = append(keys, k)
+		} else {
+			return nil, fmt.Errorf("auth: PEM block %q is neither an Ed25519 nor an RSA public key", block.Type)
+		}
+		pemData = rest
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("auth: no PEM public key found")
+	}
+	return keys, nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/pebble"
+)
+
+// config is every setting of every subcommand; each subcommand registers the flags it reads.
+type config struct {
+	dataDir string
+	store   string
+
+	dynamoEndpoint, dynamoTable, dynamoRegion string
+	awsAccessKeyID, awsSecretAccessKey        string
+
+	authSecret   string
+	authKeys     string
+	cursorSecret string
+}
+
+// minSecret is the shortest HS256 secret accepted: 32 bytes, the hash's size.
+const minSecret = 32
+
+func (c *config) addStoreFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded store and generated secrets")
+	f.StringVar(&c.store, "store", "pebble", "durable store: pebble (embedded) or dynamo")
+	c.addDynamoFlags(cmd)
+}
+
+func (c *config) addDynamoFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.dynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL (empty: AWS's, by region)")
+	f.StringVar(&c.dynamoTable, "dynamo-table", "rookery", "DynamoDB table name")
+	f.StringVar(&c.dynamoRegion, "dynamo-region", "", "AWS region (empty: from the AWS configuration, else us-east-1)")
+	f.StringVar(&c.awsAccessKeyID, "aws-access-key-id", "", "AWS access key id (empty: the AWS default credential chain)")
+	f.StringVar(&c.awsSecretAccessKey, "aws-secret-access-key", "", "AWS secret access key (empty: the AWS default credential chain)")
+}
+
+func (c *config) addAuthFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.authSecret, "auth-secret", "", "HS256 token secret, at least 32 bytes (embedded: generated into the data dir if empty)")
+	f.StringVar(&c.authKeys, "auth-public-keys", "", "PEM file of Ed25519 and RSA public keys that verify EdDSA and RS256 tokens")
+	f.StringVar(&c.cursorSecret, "cursor-secret", "", "key that signs list cursors (empty: derived from the auth secret)")
+}
+
+// secret returns the HS256 secret: the configured one, or with the embedded store the one in the
+// data directory, generated (0600) on first use, so `serve` and `token` on one data dir agree. With
+// DynamoDB and no secret it returns nil (public keys only).
+func (c *config) secret() ([]byte, error) {
+	if c.authSecret != "" {
+		if len(c.authSecret) < minSecret {
+			return nil, fmt.Errorf("--auth-secret must be at least %d bytes", minSecret)
+		}
+		return []byte(c.authSecret), nil
+	}
+	if c.store != "pebble" {
+		return nil, nil
+	}
+	path := filepath.Join(c.dataDir, "auth.secret")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if len(s) < minSecret {
+			return nil, fmt.Errorf("%s holds a secret shorter than %d bytes", path, minSecret)
+		}
+		return []byte(s), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	s := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return c.secret() // another process made it first
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteString(s + "\n"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return []byte(s), f.Close()
+}
+
+// verifier returns the token verifier and the cursor key.
+func (c *config) verifier(clock rookery.Clock) (*auth.Verifier, []byte, error) {
+	secret, err := c.secret()
+	if err != nil {
+		return nil, nil, err
+	}
+	var keys []crypto.PublicKey
+	if c.authKeys != "" {
+		pemData, err := os.ReadFile(c.authKeys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--auth-public-keys: %w", err)
+		}
+		if keys, err = auth.ParsePublicKeys(pemData); err != nil {
+			return nil, nil, fmt.Errorf("--auth-public-keys %s: %w", c.authKeys, err)
+		}
+	}
+	if secret == nil && keys == nil {
+		return nil, nil, errors.New("no token key configured: set --auth-secret (ROOKERY_AUTH_SECRET) or --auth-public-keys")
+	}
+	v, err := auth.NewVerifier(secret, keys, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cursorKey []byte
+	switch {
+	case c.cursorSecret != "":
+		cursorKey = []byte(c.cursorSecret)
+	case secret != nil:
+		h := hmac.New(sha256.New, secret)
+		h.Write([]byte("rookery cursor key v1"))
+		cursorKey = h.Sum(nil)
+	default:
+		return nil, nil, errors.New("with only public keys configured, set --cursor-secret (shared by all API nodes)")
+	}
+	return v, cursorKey, nil
+}
+
+// openStore opens the configured table backend, observed by m.
+func (c *config) openStore(ctx context.Context, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (table.Table, error) {
+	var t table.Table
+	switch c.store {
+	case "pebble":
+		db, err := pebble.Open(pebble.Options{
+			Dir: filepath.Join(c.dataDir, "store"), Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t = db
+	case "dynamo":
+		client, err := c.dynamoClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		db, err := dynamo.New(client, dynamo.Options{
+			Table: c.dynamoTable, Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Capacity: m.ObserveCapacity,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t = db
+	default:
+		return nil, fmt.Errorf("--store must be pebble or dynamo, not %q", c.store)
+	}
+	return table.Observed(t, m.ObserveStore), nil
+}
+
+func (c *config) dynamoClient(ctx context.Context) (*dynamoClient, error) {
+	return dynamo.NewClient(ctx, dynamo.ClientOptions{
+		Endpoint: c.dynamoEndpoint, Region: c.dynamoRegion,
+		AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey,
+	})
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/httpapi"
+	"github.com/rookery/rookery/metrics"
+)
+
+type serveConfig struct {
+	addr            string
+	role            string
+	logLevel        string
+	logFormat       string
+	shutdownTimeout time.Duration
+}
+
+func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
+	var sc serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API (and, with --role all, the workers) until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), cfg, sc, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sc.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&sc.role, "role", "all", "all (API and workers), api, or worker")
+	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
+	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	cfg.addStoreFlags(cmd)
+	cfg.addAuthFlags(cmd)
+	return cmd
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// serve runs the server until ctx ends, then shuts down gracefully: it stops accepting, lets
+// in-flight requests finish (up to the shutdown timeout), and closes the store.
+func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.Writer) error {
+	log, err := newLogger(stderr, sc.logLevel, sc.logFormat)
+	if err != nil {
+		return err
+	}
+	switch sc.role {
+	case "all", "api", "worker":
+	default:
+		return fmt.Errorf("--role must be all, api or worker, not %q", sc.role)
+	}
+	clock := rookery.SystemClock
+	verifier, cursorKey, err := cfg.verifier(clock)
+	if err != nil {
+		return err
+	}
+	m := metrics.New()
+	store, err := cfg.openStore(ctx, clock, cursorKey, m, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("closing the store", "err", err)
+		}
+	}()
+
+	deps := httpapi.Deps{
+		Verifier: verifier,
+		Metrics:  m,
+		Log:      log,
+		NewID:    func() string { return ulid.Make().String() },
+		Ready:    map[string]func(context.Context) error{"store": store.Ping},
+	}
+	if sc.role != "worker" {
+		deps.App = app.New(store, clock)
+	}
+	srv := &http.Server{
+		Handler:           httpapi.NewServer(deps),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", sc.addr)
+	if err != nil {
+		return err
+	}
+	// Scripts and tests read this line to learn the address (with --addr 127.0.0.1:0, the port).
+	fmt.Fprintf(stdout, "rookery %s listening on http://%s (store %s, role %s)\n", version, ln.Addr(), cfg.store, sc.role)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", sc.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), sc.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

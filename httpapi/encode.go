@@ -1,0 +1,203 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/rookery/rookery"
+)
+
+// maxBody is the largest request body (API.md: 64 KiB); larger is 413.
+const maxBody = 64 << 10
+
+// decode reads r's JSON body into v: at most maxBody bytes, Content-Type application/json, one
+// JSON value, no unknown fields. Its errors say which field is wrong and how, and are Invalid, or
+// TooLarge for a body over the limit.
+func decode(r *http.Request, v any) error {
+	const op rookery.Op = "httpapi.decode"
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return rookery.E(op, rookery.Invalid, "Content-Type must be application/json")
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err == nil {
+		err = unknownFields(op, body, v)
+	}
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields() // nested objects; the top level was checked by name above
+		if err = dec.Decode(v); err == nil {
+			if dec.More() || dec.Decode(&struct{}{}) != io.EOF {
+				return rookery.E(op, rookery.Invalid, "the body must hold exactly one JSON value")
+			}
+			return nil
+		}
+	}
+	var maxErr *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &maxErr):
+		return rookery.E(op, rookery.TooLarge, "the request body is larger than 64 KiB")
+	case errors.Is(err, io.EOF):
+		return rookery.E(op, rookery.Invalid, "the request body is empty; a JSON object is required")
+	case errors.As(err, &typeErr):
+		name := typeErr.Field
+		if name == "" {
+			return rookery.E(op, rookery.Invalid, "the body must be a JSON object")
+		}
+		return rookery.FieldErrors{{Name: name, Reason: "must be of type " + jsonType(typeErr.Type.Kind().String())}}.Err(op)
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return rookery.E(op, rookery.Invalid, "the body is not valid JSON")
+	}
+	var fe rookery.FieldErrors
+	if errors.As(err, &fe) {
+		return fe.Err(op)
+	}
+	return rookery.E(op, rookery.Invalid, "the body does not match the expected shape (an unknown field in a nested object?)")
+}
+
+// unknownFields returns a field error for every top-level key of the JSON object body that v (a
+// pointer to a struct) has no field for. Bodies that are not objects are left to the decoder.
+func unknownFields(op rookery.Op, body []byte, v any) error {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return nil
+	}
+	known := jsonFields(reflect.TypeOf(v).Elem())
+	var fe rookery.FieldErrors
+	for name := range raw {
+		if !known[name] {
+			fe.Add(name, "is not a known field")
+		}
+	}
+	sort.Slice(fe, func(i, j int) bool { return fe[i].Name < fe[j].Name })
+	return fe.Err(op)
+}
+
+// jsonFields returns the JSON names of struct type t's fields.
+func jsonFields(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return names
+	}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	}
+	return "number"
+}
+
+// encode writes v as JSON with status.
+func encode(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v != nil {
+		json.NewEncoder(w).Encode(v)
+	}
+}
+
+// statusOf is the one table from error Kind to HTTP status.
+var statusOf = map[rookery.Kind]int{
+	rookery.Invalid:         http.StatusBadRequest,
+	rookery.NotFound:        http.StatusNotFound,
+	rookery.Conflict:        http.StatusConflict,
+	rookery.Unauthenticated: http.StatusUnauthorized,
+	rookery.Forbidden:       http.StatusForbidden,
+	rookery.TooLarge:        http.StatusRequestEntityTooLarge,
+	rookery.RateLimited:     http.StatusTooManyRequests,
+	rookery.Unavailable:     http.StatusServiceUnavailable,
+	rookery.Internal:        http.StatusInternalServerError,
+}
+
+// problem is the body of every error reply (RFC 9457, application/problem+json).
+type problem struct {
+	Type   string               `json:"type"`
+	Title  string               `json:"title"`
+	Status int                  `json:"status"`
+	Detail string               `json:"detail"`
+	Code   string               `json:"code"`
+	Fields []rookery.FieldError `json:"fields,omitempty"`
+	ID     string               `json:"request_id,omitempty"`
+}
+
+// problem writes err as problem+json. Only the Kind and the error's client-safe message reach the
+// client; Internal errors are logged with their cause and shown only as "internal error".
+func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	kind := rookery.KindOf(err)
+	if kind == rookery.Other {
+		kind = rookery.Internal
+	}
+	status := statusOf[kind]
+	p := problem{
+		Type:   "urn:rookery:problem:" + kind.String(),
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: rookery.Message(err),
+		Code:   kind.String(),
+		ID:     requestIDFrom(r.Context()),
+	}
+	if kind == rookery.Internal {
+		p.Detail = "internal error; the request id identifies it in the server's log"
+		s.Log.LogAttrs(r.Context(), slog.LevelError, "internal error",
+			slog.String("request_id", p.ID), slog.String("route", r.Pattern), slog.Any("err", err))
+	}
+	if p.Detail == "" {
+		p.Detail = p.Title
+	}
+	var fe rookery.FieldErrors
+	if kind == rookery.Invalid && errors.As(err, &fe) {
+		p.Fields = fe
+	}
+	switch kind {
+	case rookery.RateLimited, rookery.Unavailable:
+		w.Header().Set("Retry-After", "1")
+	case rookery.Unauthenticated:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rookery"`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// problemStatus writes a problem for a status with no Kind of its own (405), coded "invalid".
+func (s *server) problemStatus(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(problem{
+		Type: "urn:rookery:problem:invalid", Title: http.StatusText(status), Status: status,
+		Detail: detail, Code: rookery.Invalid.String(), ID: requestIDFrom(r.Context()),
+	})
+}

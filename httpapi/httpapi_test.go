@@ -1,0 +1,344 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/httpapi"
+	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+)
+
+var secret = []byte("httpapi-test-secret-0123456789abcdef")
+
+type fixture struct {
+	t     *testing.T
+	srv   *httptest.Server
+	store table.Table
+	logs  *syncWriter
+}
+
+// flakyStore fails every operation with err while err is set.
+type flakyStore struct {
+	table.Table
+	err atomic.Pointer[error]
+}
+
+func (f *flakyStore) fail() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+func (f *flakyStore) Get(ctx context.Context, k table.Key) (table.Item, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.Table.Get(ctx, k)
+}
+func (f *flakyStore) Ping(ctx context.Context) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Table.Ping(ctx)
+}
+
+func newFixture(t *testing.T) (*fixture, *flakyStore) {
+	t.Helper()
+	clock := rookery.ClockFunc(time.Now)
+	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := &flakyStore{Table: db}
+	v, err := auth.NewVerifier(secret, nil, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncWriter{}
+	var n atomic.Int64
+	m := metrics.New()
+	h := httpapi.NewServer(httpapi.Deps{
+		App:      app.New(table.Observed(store, m.ObserveStore), clock),
+		Verifier: v,
+		Metrics:  m,
+		Log:      slog.New(slog.NewTextHandler(logs, nil)),
+		NewID:    func() string { return "req-" + strconv.FormatInt(n.Add(1), 10) },
+		Ready:    map[string]func(context.Context) error{"store": store.Ping},
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, srv: srv, store: store, logs: logs}, store
+}
+
+// syncWriter lets the server's goroutines log into one builder.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func token(t *testing.T, sub string, server bool) string {
+	t.Helper()
+	tok, err := auth.Mint(secret, sub, server, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (f *fixture) do(method, path, tok, body string, headers ...string) reply {
+	f.t.Helper()
+	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func (f *fixture) want(r reply, status int, code string) {
+	f.t.Helper()
+	if r.status != status {
+		f.t.Fatalf("status %d; want %d; body %s", r.status, status, r.raw)
+	}
+	if code == "" {
+		return
+	}
+	if r.header.Get("Content-Type") != "application/problem+json" {
+		f.t.Fatalf("error reply has Content-Type %q", r.header.Get("Content-Type"))
+	}
+	if r.body["code"] != code || r.body["status"] != float64(status) || r.body["title"] == "" || r.body["detail"] == "" {
+		f.t.Fatalf("problem %s; want code %s", r.raw, code)
+	}
+}
+
+func TestUsersThroughHTTP(t *testing.T) {
+	f, _ := newFixture(t)
+	alice, bob, app := token(t, "alice", false), token(t, "bob", false), token(t, "app", true)
+
+	r := f.do("PUT", "/v1/users/alice", alice, `{"username":"Alice","display_name":"Alice A.","bio":"hi","timezone":"Asia/Tokyo"}`)
+	f.want(r, 201, "")
+	if r.body["username"] != "Alice" || r.body["timezone"] != "Asia/Tokyo" || r.body["follower_count"] != float64(0) {
+		t.Fatalf("created user = %s", r.raw)
+	}
+	created := r.body["created_at"].(string)
+	if _, err := time.Parse(rookery.TimeLayout, created); err != nil || len(created) != len("2026-11-22T10:04:05.123Z") {
+		t.Fatalf("created_at %q is not RFC 3339 UTC with milliseconds", created)
+	}
+	// Updating keeps created_at and answers 200.
+	r = f.do("PUT", "/v1/users/alice", alice, `{"username":"alice","bio":"changed"}`)
+	f.want(r, 200, "")
+	if r.body["created_at"] != created || r.body["bio"] != "changed" || r.body["display_name"] != "alice" || r.body["timezone"] != "UTC" {
+		t.Fatalf("updated user = %s", r.raw)
+	}
+	// The username is unique case-insensitively; a server token may act for anyone.
+	f.want(f.do("PUT", "/v1/users/bob", bob, `{"username":"ALICE"}`), 409, "conflict")
+	f.want(f.do("PUT", "/v1/users/bob", app, `{"username":"bob"}`), 201, "")
+	// Renaming frees the old name.
+	f.want(f.do("PUT", "/v1/users/alice", alice, `{"username":"alice2"}`), 200, "")
+	f.want(f.do("PUT", "/v1/users/carol", app, `{"username":"alice"}`), 201, "")
+	f.want(f.do("GET", "/v1/usernames/alice2", bob, ""), 200, "")
+	if r := f.do("GET", "/v1/usernames/ALICE", bob, ""); r.body["id"] != "carol" {
+		t.Fatalf("lookup of a freed and re-taken username = %s", r.raw)
+	}
+	f.want(f.do("GET", "/v1/users/nobody", bob, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/usernames/nobody", bob, ""), 404, "not_found")
+	if r := f.do("GET", "/v1/users/bob", alice, ""); r.body["username"] != "bob" {
+		t.Fatalf("GET user = %s", r.raw)
+	}
+	// Acting for someone else is forbidden.
+	f.want(f.do("PUT", "/v1/users/bob", alice, `{"username":"bobby"}`), 403, "forbidden")
+}
+
+func TestBadInput(t *testing.T) {
+	f, _ := newFixture(t)
+	alice := token(t, "alice", false)
+	cases := []struct {
+		name, body string
+		status     int
+		code       string
+		field      string
+	}{
+		{"an unknown field", `{"username":"alice","colour":"red"}`, 400, "invalid", "colour"},
+		{"a field of the wrong type", `{"username":42}`, 400, "invalid", "username"},
+		{"a username too short", `{"username":"al"}`, 400, "invalid", "username"},
+		{"a username with a separator", `{"username":"al#ce"}`, 400, "invalid", "username"},
+		{"an unknown time zone", `{"username":"alice","timezone":"Mars/Olympus"}`, 400, "invalid", "timezone"},
+		{"the Local time zone", `{"username":"alice","timezone":"Local"}`, 400, "invalid", "timezone"},
+		{"an empty display name", `{"username":"alice","display_name":""}`, 400, "invalid", "display_name"},
+		{"a long bio", `{"username":"alice","bio":"` + strings.Repeat("é", 501) + `"}`, 400, "invalid", "bio"},
+		{"malformed JSON", `{"username":`, 400, "invalid", ""},
+		{"two JSON values", `{"username":"alice"} {}`, 400, "invalid", ""},
+		{"an array body", `[1,2]`, 400, "invalid", ""},
+		{"a body over 64 KiB", `{"username":"alice","bio":"` + strings.Repeat("x", 70_000) + `"}`, 413, "too_large", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f.t = t
+			r := f.do("PUT", "/v1/users/alice", alice, c.body)
+			f.want(r, c.status, c.code)
+			if c.field != "" {
+				fields, _ := r.body["fields"].([]any)
+				if len(fields) == 0 || fields[0].(map[string]any)["name"] != c.field {
+					t.Fatalf("fields = %v; want %s named", r.body["fields"], c.field)
+				}
+			}
+		})
+	}
+	f.t = t
+	f.want(f.do("PUT", "/v1/users/al%23ice", alice, `{"username":"alice"}`), 400, "invalid")
+	f.want(f.do("PUT", "/v1/users/"+strings.Repeat("a", 65), alice, `{"username":"alice"}`), 400, "invalid")
+	// A form body is refused, not guessed at.
+	r := f.do("PUT", "/v1/users/alice", alice, "", "Content-Type", "application/x-www-form-urlencoded")
+	f.want(r, 400, "invalid")
+	// Nothing was written by any of them.
+	f.want(f.do("GET", "/v1/users/alice", alice, ""), 404, "not_found")
+}
+
+func TestAuthentication(t *testing.T) {
+	f, _ := newFixture(t)
+	app, alice := token(t, "app", true), token(t, "alice", false)
+	for name, hdr := range map[string]string{
+		"no header":       "",
+		"not bearer":      "Basic YWxpY2U6cHc=",
+		"a bad token":     "Bearer x.y.z",
+		"an empty bearer": "Bearer ",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f.t = t
+			req, _ := http.NewRequest("GET", f.srv.URL+"/v1/users/alice", nil)
+			if hdr != "" {
+				req.Header.Set("Authorization", hdr)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Fatalf("status %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+	f.t = t
+	// X-On-Behalf-Of: server tokens only, and only a valid user id.
+	f.want(f.do("PUT", "/v1/users/alice", app, `{"username":"alice"}`, "X-On-Behalf-Of", "alice"), 201, "")
+	f.want(f.do("GET", "/v1/users/alice", alice, "", "X-On-Behalf-Of", "bob"), 403, "forbidden")
+	f.want(f.do("GET", "/v1/users/alice", app, "", "X-On-Behalf-Of", "USER#x"), 400, "invalid")
+}
+
+func TestInternalErrorsDoNotLeak(t *testing.T) {
+	f, store := newFixture(t)
+	secretText := errors.New("dial tcp 10.1.2.3:8000: pebble: corrupt sstable 000123.sst at key USER#alice")
+	internal := rookery.E(rookery.Op("pebble.Get"), rookery.Internal, secretText)
+	store.err.Store(&internal)
+	r := f.do("GET", "/v1/users/alice", token(t, "alice", false), "")
+	f.want(r, 500, "internal")
+	for _, leak := range []string{"10.1.2.3", "sstable", "USER#", "pebble"} {
+		if strings.Contains(r.raw, leak) {
+			t.Fatalf("reply leaks %q: %s", leak, r.raw)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "corrupt sstable") || !strings.Contains(f.logs.String(), r.body["request_id"].(string)) {
+		t.Fatal("the internal error was not logged with its request id")
+	}
+	// Unavailable is 503 with Retry-After, and /readyz names the failing part.
+	unavailable := rookery.E(rookery.Op("dynamo.Get"), rookery.Unavailable, "DynamoDB is unreachable", secretText)
+	store.err.Store(&unavailable)
+	r = f.do("GET", "/v1/users/alice", token(t, "alice", false), "")
+	f.want(r, 503, "unavailable")
+	if r.header.Get("Retry-After") == "" || strings.Contains(r.raw, "10.1.2.3") {
+		t.Fatalf("503 reply: %v %s", r.header, r.raw)
+	}
+	r = f.do("GET", "/readyz", "", "")
+	if r.status != 503 || !strings.Contains(r.raw, `"store"`) || strings.Contains(r.raw, "10.1.2.3") {
+		t.Fatalf("readyz = %d %s", r.status, r.raw)
+	}
+	store.err.Store(nil)
+	if r := f.do("GET", "/readyz", "", ""); r.status != 200 {
+		t.Fatalf("readyz after recovery = %d", r.status)
+	}
+}
+
+func TestOperationsRoutes(t *testing.T) {
+	f, _ := newFixture(t)
+	if r := f.do("GET", "/healthz", "", ""); r.status != 200 {
+		t.Fatalf("healthz = %d", r.status)
+	}
+	f.want(f.do("GET", "/v2/anything", "", ""), 404, "not_found")
+	r := f.do("DELETE", "/v1/users/alice", token(t, "alice", false), "")
+	if r.status != 405 || !strings.Contains(r.header.Get("Allow"), "GET") || !strings.Contains(r.header.Get("Allow"), "PUT") {
+		t.Fatalf("405 reply: %d %v", r.status, r.header)
+	}
+	// A client's request id is echoed; otherwise one is made.
+	if r := f.do("GET", "/healthz", "", "", "X-Request-Id", "abc-123"); r.header.Get("X-Request-Id") != "abc-123" {
+		t.Fatalf("X-Request-Id = %q", r.header.Get("X-Request-Id"))
+	}
+	if r := f.do("GET", "/healthz", "", ""); !strings.HasPrefix(r.header.Get("X-Request-Id"), "req-") {
+		t.Fatalf("generated X-Request-Id = %q", r.header.Get("X-Request-Id"))
+	}
+	f.do("GET", "/v1/users/x", token(t, "alice", false), "")
+	resp, err := http.Get(f.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`rookery_http_request_duration_seconds_bucket{method="GET",route="GET /v1/users/{id}",status="404"`,
+		`rookery_http_requests_in_flight`,
+		`rookery_store_operation_duration_seconds_bucket{op="Get"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("metrics lack %s", want)
+		}
+	}
+}

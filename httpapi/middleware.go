@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rookery/rookery"
+)
+
+type requestIDKey struct{}
+
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// requestID gives every request an id: the client's X-Request-Id if it is short and printable,
+// otherwise a new one. It is echoed in the response and in the access log.
+func (s *server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !printable(id, 128) {
+			id = s.NewID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func printable(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// recoverPanics turns a panic in a handler into a logged Internal error: the client gets a 500
+// problem and the process keeps serving.
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.problem(w, r, rookery.E(rookery.Internal, fmt.Errorf("panic: %v\n%s", v, debug.Stack())))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe records every request's latency by route pattern and status, counts requests in flight,
+// and writes the access log.
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		s.Metrics.HTTPInFlight.Inc()
+		defer s.Metrics.HTTPInFlight.Dec()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		took := time.Since(start)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		s.Metrics.HTTPDuration.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(took.Seconds())
+		s.Log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", requestIDFrom(r.Context())),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+			slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("took", took))
+	})
+}
+
+// authed requires a valid bearer token and puts its caller in the request's context. A server
+// token may name the user it acts for in X-On-Behalf-Of; any other token may not.
+func (s *server) authed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		const op rookery.Op = "httpapi.auth"
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			s.problem(w, r, rookery.E(op, rookery.Unauthenticated, "missing, invalid or expired token"))
+			return
+		}
+		c, err := s.Verifier.Verify(strings.TrimSpace(token))
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		if obo := r.Header.Get("X-On-Behalf-Of"); obo != "" {
+			switch {
+			case !c.Server:
+				s.problem(w, r, rookery.E(op, rookery.Forbidden, "only a server token may use X-On-Behalf-Of"))
+				return
+			case !rookery.ValidUserID(obo):
+				s.problem(w, r, rookery.FieldErrors{{Name: "X-On-Behalf-Of", Reason: "must be a user id"}}.Err(op))
+				return
+			}
+			c.OnBehalfOf = obo
+		}
+		h(w, r.WithContext(rookery.WithCaller(r.Context(), c)))
+	})
+}

@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/rookery/rookery"
+)
+
+// routes registers every route of the API. /v1 routes need a bearer token (s.authed).
+func (s *server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", s.Metrics.Handler())
+
+	if s.App == nil { // --role worker serves only the operations routes
+		s.mux.HandleFunc("/", s.notFound)
+		return
+	}
+	s.mux.Handle("PUT /v1/users/{id}", s.authed(s.putUser))
+	s.mux.Handle("GET /v1/users/{id}", s.authed(s.getUser))
+	s.mux.Handle("GET /v1/usernames/{username}", s.authed(s.getUserByUsername))
+
+	// Anything else is a problem+json 404 (or 405 for a known path with another method).
+	s.mux.HandleFunc("/", s.notFound)
+}
+
+// notFound answers requests no route matches: 405 with Allow if the path has routes for other
+// methods, 404 otherwise.
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.problemStatus(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed here")
+		return
+	}
+	s.problem(w, r, rookery.E(rookery.NotFound, "no such route"))
+}

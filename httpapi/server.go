@@ -1,0 +1,42 @@
+// Package httpapi is Rookery's HTTP API (API.md): NewServer returns the handler; every route is in
+// routes.go; requests are decoded in one place and responses and errors encoded in another
+// (encode.go), with one table from error Kind to HTTP status.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/metrics"
+)
+
+// Deps are what the server needs.
+type Deps struct {
+	App      *app.App
+	Verifier *auth.Verifier
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	// NewID returns a fresh request id (cmd passes ULIDs).
+	NewID func() string
+	// Ready lists the checks of /readyz by name: each backend the process uses.
+	Ready map[string]func(context.Context) error
+}
+
+// NewServer returns the API's handler.
+func NewServer(d Deps) http.Handler {
+	s := &server{Deps: d, mux: http.NewServeMux()}
+	s.routes()
+	var h http.Handler = s.mux
+	h = s.observe(h)
+	h = s.recoverPanics(h)
+	h = s.requestID(h)
+	return h
+}
+
+type server struct {
+	Deps
+	mux *http.ServeMux
+}

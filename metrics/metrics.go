@@ -1,0 +1,81 @@
+// Package metrics owns Rookery's Prometheus metrics: one registry, the collectors every part
+// reports to, and the /metrics handler. Other packages receive plain functions (table.Observer, a
+// capacity callback) or this type, never the Prometheus client itself.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rookery/rookery"
+)
+
+// Metrics holds the registry and the collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	HTTPDuration *prometheus.HistogramVec // route, method, status
+	HTTPInFlight prometheus.Gauge
+	StoreOps     *prometheus.HistogramVec // op
+	StoreErrors  *prometheus.CounterVec   // op, kind
+	Capacity     *prometheus.CounterVec   // op, kind (read|write)
+}
+
+// New returns Metrics registered on a fresh registry, with Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rookery_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern, method and status.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method", "status"}),
+		HTTPInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rookery_http_requests_in_flight",
+			Help: "HTTP requests being served.",
+		}),
+		StoreOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rookery_store_operation_duration_seconds",
+			Help:    "Table operation latency by operation.",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .5},
+		}, []string{"op"}),
+		StoreErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_store_errors_total",
+			Help: "Table operations that failed, by operation and error kind.",
+		}, []string{"op", "kind"}),
+		Capacity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_dynamodb_consumed_capacity_units_total",
+			Help: "DynamoDB capacity units consumed, by operation and kind (read or write).",
+		}, []string{"op", "kind"}),
+	}
+	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// ObserveStore records one table operation; it has the shape of table.Observer.
+func (m *Metrics) ObserveStore(op string, took time.Duration, err error) {
+	m.StoreOps.WithLabelValues(op).Observe(took.Seconds())
+	if err != nil {
+		m.StoreErrors.WithLabelValues(op, rookery.KindOf(err).String()).Inc()
+	}
+}
+
+// ObserveCapacity records DynamoDB consumed capacity; it has the shape of dynamo.Options.Capacity.
+func (m *Metrics) ObserveCapacity(op string, read, write float64) {
+	if read > 0 {
+		m.Capacity.WithLabelValues(op, "read").Add(read)
+	}
+	if write > 0 {
+		m.Capacity.WithLabelValues(op, "write").Add(write)
+	}
+}

@@ -1,0 +1,45 @@
+package rookery
+
+import "strings"
+
+// User is a user of the app that runs Rookery. Counts are kept by the event pipeline's counters.
+type User struct {
+	ID             string `json:"id"`
+	Username       string `json:"username"`
+	DisplayName    string `json:"display_name"`
+	Bio            string `json:"bio"`
+	TimeZone       string `json:"timezone"`
+	CreatedAt      Time   `json:"created_at"`
+	FollowerCount  int64  `json:"follower_count"`
+	FollowingCount int64  `json:"following_count"`
+	PostCount      int64  `json:"post_count"`
+}
+
+// FieldError says what is wrong with one field of a request.
+type FieldError struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// FieldErrors is the cause of an Invalid error about request fields; httpapi lists them in the
+// problem's "fields".
+type FieldErrors []FieldError
+
+func (fe FieldErrors) Error() string {
+	parts := make([]string, len(fe))
+	for i, f := range fe {
+		parts[i] = f.Name + ": " + f.Reason
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Add appends a field error.
+func (fe *FieldErrors) Add(name, reason string) { *fe = append(*fe, FieldError{name, reason}) }
+
+// Err returns an Invalid error carrying fe, or nil if fe is empty.
+func (fe FieldErrors) Err(op Op) error {
+	if len(fe) == 0 {
+		return nil
+	}
+	return E(op, Invalid, "invalid request fields: "+fe.Error(), fe)
+}
