@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/dynamo/dynamotest"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+// env turns a map into the getenv that run takes.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+type server struct {
+	url  string
+	stop func() // cancels run's context and waits for it to return nil
+}
+
+// start runs `rookery serve args...` in-process on a free port and waits until it listens.
+func start(t *testing.T, vars map[string]string, args ...string) server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...), env(vars), pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("serve did not start: %v (run: %v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	_, rest, ok := strings.Cut(line, "listening on http://")
+	url, _, _ := strings.Cut(rest, " ")
+	if !ok || url == "" {
+		t.Fatalf("unexpected start line %q", line)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return server{url: "http://" + url, stop: stop}
+}
+
+// command runs a one-shot subcommand and returns its stdout.
+func command(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), args, env(vars), &out, io.Discard); err != nil {
+		t.Fatalf("rookery %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String()
+}
+
+func call(t *testing.T, method, url, tok, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestEmbeddedServeTokenAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	// A token minted before the first start, on the same data dir, is accepted: both generate or
+	// read the same secret file.
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "alice", "--data-dir", dir))
+	srv := start(t, nil, "--data-dir", dir)
+	if st, body := call(t, "PUT", srv.url+"/v1/users/alice", tok, `{"username":"alice"}`); st != 201 {
+		t.Fatalf("PUT user = %d %v", st, body)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "auth.secret")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("generated secret: %v, %v", fi, err)
+	}
+	srv.stop()
+	// The store closed cleanly and reopens with the user in it.
+	srv = start(t, nil, "--data-dir", dir)
+	if st, body := call(t, "GET", srv.url+"/v1/users/alice", tok, ""); st != 200 || body["username"] != "alice" {
+		t.Fatalf("GET after restart = %d %v", st, body)
+	}
+	if st, _ := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
+		t.Fatalf("readyz = %d", st)
+	}
+}
+
+func TestFlagsFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"ROOKERY_DATA_DIR": dir, "ROOKERY_AUTH_SECRET": strings.Repeat("s", 40)}
+	srv := start(t, vars)
+	tok := strings.TrimSpace(command(t, vars, "token", "--sub", "bob", "--server"))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/bob", tok, `{"username":"bobby"}`); st != 201 {
+		t.Fatalf("PUT with a token from the env secret = %d %v", st, body)
+	}
+	// The env secret was used: nothing was generated in the data dir.
+	if _, err := os.Stat(filepath.Join(dir, "auth.secret")); err == nil {
+		t.Fatal("a secret was generated although ROOKERY_AUTH_SECRET was set")
+	}
+	// A flag on the command line wins over the environment.
+	srv2 := start(t, map[string]string{"ROOKERY_ADDR": "256.0.0.1:1"}, "--data-dir", t.TempDir())
+	if st, _ := call(t, "GET", srv2.url+"/healthz", "", ""); st != 200 {
+		t.Fatalf("healthz = %d", st)
+	}
+	// A bad value names its variable.
+	err := run(context.Background(), []string{"serve"}, env(map[string]string{"ROOKERY_SHUTDOWN_TIMEOUT": "soon"}), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "ROOKERY_SHUTDOWN_TIMEOUT") {
+		t.Fatalf("bad env value: %v", err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--store", "sqlite", "--data-dir", t.TempDir()},
+		{"serve", "--role", "everything", "--data-dir", t.TempDir()},
+		{"serve", "--auth-secret", "short", "--data-dir", t.TempDir()},
+		{"token"},
+	} {
+		if err := run(context.Background(), args, env(nil), io.Discard, io.Discard); err == nil {
+			t.Fatalf("rookery %v succeeded", args)
+		}
+	}
+}
+
+func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
+	dir := t.TempDir()
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "carol", "--data-dir", dir))
+	srv := start(t, nil, "--data-dir", dir)
+	body, w := io.Pipe()
+	req, _ := http.NewRequest("PUT", srv.url+"/v1/users/carol", body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	type result struct {
+		status int
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		res <- result{status: resp.StatusCode}
+	}()
+	io.WriteString(w, `{"username":`) // the request is now in flight
+	time.Sleep(100 * time.Millisecond)
+	stopped := make(chan struct{})
+	go func() { srv.stop(); close(stopped) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-stopped:
+		t.Fatal("the server stopped with a request in flight")
+	default:
+	}
+	io.WriteString(w, `"carol"}`)
+	w.Close()
+	if r := <-res; r.err != nil || r.status != 201 {
+		t.Fatalf("in-flight request: %d, %v", r.status, r.err)
+	}
+	<-stopped
+}
+
+func TestWorkerRoleServesOnlyOperations(t *testing.T) {
+	dir := t.TempDir()
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "x", "--data-dir", dir))
+	srv := start(t, nil, "--data-dir", dir, "--role", "worker")
+	if st, _ := call(t, "GET", srv.url+"/v1/users/x", tok, ""); st != 404 {
+		t.Fatalf("worker served /v1: %d", st)
+	}
+	if st, _ := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
+		t.Fatalf("worker readyz = %d", st)
+	}
+}
+
+func TestDynamoMigrateAndServe(t *testing.T) {
+	endpoint := dynamotest.Endpoint(t)
+	name := fmt.Sprintf("rookery-e2e-%d", time.Now().UnixNano())
+	vars := map[string]string{
+		"ROOKERY_DYNAMO_ENDPOINT": endpoint, "ROOKERY_DYNAMO_TABLE": name, "ROOKERY_DYNAMO_REGION": "us-east-1",
+		"ROOKERY_AWS_ACCESS_KEY_ID": "test", "ROOKERY_AWS_SECRET_ACCESS_KEY": "test",
+		"ROOKERY_AUTH_SECRET": strings.Repeat("d", 32), "ROOKERY_STORE": "dynamo",
+	}
+	out := command(t, vars, "migrate")
+	if !strings.Contains(out, "creating table "+name) || !strings.Contains(out, "ready") {
+		t.Fatalf("migrate said %q", out)
+	}
+	t.Cleanup(func() { dynamo.DropTable(context.Background(), dynamotest.Client(t), name) })
+	if out := command(t, vars, "migrate"); strings.Contains(out, "creating") || strings.Contains(out, "adding") {
+		t.Fatalf("second migrate changed things: %q", out)
+	}
+	srv := start(t, vars, "--data-dir", t.TempDir())
+	tok := strings.TrimSpace(command(t, vars, "token", "--sub", "dana"))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/dana", tok, `{"username":"dana"}`); st != 201 {
+		t.Fatalf("PUT on DynamoDB = %d %v", st, body)
+	}
+	if st, body := call(t, "GET", srv.url+"/v1/usernames/DANA", tok, ""); st != 200 || body["id"] != "dana" {
+		t.Fatalf("GET on DynamoDB = %d %v", st, body)
+	}
+	// A table that does not exist makes the server unready, not broken.
+	vars["ROOKERY_DYNAMO_TABLE"] = name + "-missing"
+	srv2 := start(t, vars, "--data-dir", t.TempDir())
+	if st, body := call(t, "GET", srv2.url+"/readyz", "", ""); st != 503 || fmt.Sprint(body["failing"]) != "[store]" {
+		t.Fatalf("readyz without a table = %d %v", st, body)
+	}
+	if st, body := call(t, "GET", srv2.url+"/v1/users/dana", tok, ""); st != 503 || body["code"] != "unavailable" {
+		t.Fatalf("GET without a table = %d %v", st, body)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if out := command(t, nil, "version"); !strings.HasPrefix(out, "rookery dev") {
+		t.Fatalf("version = %q", out)
+	}
+}
+
+// TestBinaryStopsOnSIGTERM builds the real binary and stops it with SIGTERM: main wires signals to
+// run's context.
+func TestBinaryStopsOnSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "rookery")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening on http://127.0.0.1:") {
+		cmd.Process.Kill()
+		t.Fatalf("start line %q: %v\n%s", line, err, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("did not stop on SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "msg=stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,86 @@
+package rookery_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// allowed lists, for every package of the module, the packages of the module it may import (its
+// non-test files; tests may import anything). Imports point inward: cmd -> httpapi -> app ->
+// rookery; backends import the domain and their engine only; only cmd imports backends. A new
+// package must be added here, which makes its place in the layering a deliberate choice.
+var allowed = map[string][]string{
+	"":                        {},
+	"table":                   {""},
+	"table/tabletest":         {"", "table"},
+	"table/pebble":            {"", "table"},
+	"table/dynamo":            {"", "table"},
+	"table/dynamo/dynamotest": {"", "table", "table/dynamo"},
+	"auth":                    {""},
+	"metrics":                 {""},
+	"app":                     {"", "table"},
+	"httpapi":                 {"", "app", "auth", "metrics"},
+	"cmd/rookery":             {"*"},
+}
+
+func TestImportDirection(t *testing.T) {
+	const module = "github.com/rookery/rookery"
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		rules, ok := allowed[rel]
+		if !ok {
+			t.Errorf("package %q has no rule in lint_test.go: add one", p.ImportPath)
+			continue
+		}
+		if len(rules) == 1 && rules[0] == "*" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if !contains(rules, dep) {
+				t.Errorf("%s imports %s; it may import only %v of this module", p.ImportPath, imp, sorted(rules))
+			}
+		}
+	}
+	if seen < len(allowed) {
+		t.Errorf("go list saw %d packages; the rules name %d (remove rules of deleted packages)", seen, len(allowed))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sorted(l []string) []string {
+	c := append([]string(nil), l...)
+	sort.Strings(c)
+	return c
+}

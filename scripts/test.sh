@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# test.sh — runs every test of Rookery with the servers the tests need. `make test` calls it.
+#
+# DynamoDB Local is installed (once, into ~/.cache/rookery) and started on a free port for the run,
+# and every package that needs it uses that one instance (ROOKERY_TEST_DYNAMO_ENDPOINT). If it cannot
+# be installed or started, the run fails with the reason: DynamoDB tests never skip.
+# Extra arguments go to `go test` (e.g. scripts/test.sh -run TestConformance ./table/...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null || { echo "test.sh: Go is not installed" >&2; exit 1; }
+
+if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
+	echo "== starting DynamoDB Local"
+	read -r endpoint pid < <(scripts/dynamodb-local.sh start)
+	trap 'scripts/dynamodb-local.sh stop "$pid"' EXIT
+	export ROOKERY_TEST_DYNAMO_ENDPOINT=$endpoint
+	echo "   $endpoint (pid $pid)"
+fi
+
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(./...)
+echo "== go test -race ${args[*]}"
+go test -race -count=1 -timeout 20m "${args[@]}"
