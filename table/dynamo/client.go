@@ -2,11 +2,13 @@ package dynamo
 
 import (
 	"context"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/rookery/rookery"
@@ -23,15 +25,24 @@ type ClientOptions struct {
 	MaxAttempts int
 }
 
-// NewClient returns a DynamoDB client configured by o. With an Endpoint and no credentials anywhere
-// (DynamoDB Local), it uses fixed dummy credentials, which DynamoDB Local accepts.
+// NewClient returns a DynamoDB client configured by o. With an Endpoint (DynamoDB Local) and neither
+// explicit keys nor AWS_ACCESS_KEY_ID, it uses fixed dummy credentials, which DynamoDB Local accepts,
+// and it never asks the EC2 metadata service.
 func NewClient(ctx context.Context, o ClientOptions) (*dynamodb.Client, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))
 	}
-	if o.AccessKeyID != "" && o.SecretAccessKey != "" {
+	switch {
+	case o.AccessKeyID != "" && o.SecretAccessKey != "":
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, "")))
+	case o.Endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "":
+		// A custom endpoint (DynamoDB Local) with no credentials configured: dummy ones, which it
+		// accepts, rather than the default chain, which would probe the EC2 metadata service.
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("rookery", "rookery", "")))
+	}
+	if o.Endpoint != "" {
+		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	attempts := o.MaxAttempts
 	if attempts == 0 {
@@ -46,11 +57,6 @@ func NewClient(ctx context.Context, o ClientOptions) (*dynamodb.Client, error) {
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
-	}
-	if o.Endpoint != "" {
-		if _, err := cfg.Credentials.Retrieve(ctx); err != nil || cfg.Credentials == nil {
-			cfg.Credentials = credentials.NewStaticCredentialsProvider("rookery", "rookery", "")
-		}
 	}
 	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
 		if o.Endpoint != "" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
@@ -79,4 +80,22 @@ func BenchmarkDynamoLocal(b *testing.B) {
 		}
 		return db
 	})
+}
+
+// A client with only an endpoint and no credentials anywhere works against DynamoDB Local.
+func TestClientWithoutCredentials(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	client, err := dynamo.NewClient(context.Background(), dynamo.ClientOptions{Endpoint: dynamotest.Endpoint(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dynamotest.NewTable(t, client, tabletest.Schema)
+	db, err := dynamo.New(client, dynamo.Options{Table: name, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

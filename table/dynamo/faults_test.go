@@ -150,4 +150,3 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		t.Fatalf("Ping with DynamoDB down = %v", err)
 	}
 }
-
