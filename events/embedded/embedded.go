@@ -1,0 +1,657 @@
+// Package embedded is the default event log: a durable, partitioned log in the data directory, on a
+// Pebble instance of its own, for single-node deployments (`rookery serve` with --events embedded).
+//
+// Layout (all keys start with a one-byte space):
+//
+//	'm' "partitions"                     -> be16 partition count (fixed at creation)
+//	'e' be16(partition) be64(offset)     -> stored event (JSON: the event and when it was appended)
+//	'd' event id                         -> be16(partition) be64(offset)   (de-duplication)
+//	'o' group 0x00 be16(partition)       -> be64 next offset the group has not acked
+//	'q' group 0x00 event id              -> dead letter (JSON)
+//	'r' group 0x00 be64(time) event id   -> replayed event, delivered to that group only
+//
+// Appends are synced before Append returns. Group offsets are committed without a sync: after a
+// machine crash a group may be handed events it had acked again, which at-least-once allows.
+//
+// Invariant (under Log.mu): for every partition p, offsets 0..next[p]-1 are stored, and every
+// group's committed[p] <= next[p]; a partition has at most one delivery in flight per group.
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+)
+
+// Options configure a Log.
+type Options struct {
+	Dir      string // ignored when InMemory
+	InMemory bool
+	// Partitions is the number of partitions of a new log (0 means 16); an existing log keeps the
+	// count it was created with.
+	Partitions int
+	Clock      rookery.Clock // nil means the system clock
+	Logger     *slog.Logger
+}
+
+// Log is the embedded event log.
+type Log struct {
+	db    *cpebble.DB
+	parts int
+	clock rookery.Clock
+
+	mu      sync.Mutex
+	closed  bool
+	next    []uint64
+	groups  map[string]*group
+	changed chan struct{} // closed and replaced whenever something a waiting Next may want changes
+}
+
+var _ events.Log = (*Log)(nil)
+
+type group struct {
+	name      string
+	committed []uint64
+	parts     []partState // one per partition, plus one for the replay queue (the last)
+}
+
+// partState is a group's delivery state of one partition.
+type partState struct {
+	inFlight    bool
+	gen         uint64 // increases with every delivery; an ack of an older one is stale
+	attempts    int
+	deliveredAt time.Time
+	ackWait     time.Duration
+	notBefore   time.Time
+	replayKey   []byte // for the replay queue: the key of the entry in flight
+}
+
+type stored struct {
+	Event      rookery.Event `json:"e"`
+	AppendedAt int64         `json:"t"` // Unix nanoseconds
+}
+
+// Open opens (creating if needed) the log that opts describe.
+func Open(opts Options) (*Log, error) {
+	const op rookery.Op = "embedded.Open"
+	if opts.Clock == nil {
+		opts.Clock = rookery.SystemClock
+	}
+	if opts.Partitions <= 0 {
+		opts.Partitions = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	po := &cpebble.Options{Logger: engineLogger{opts.Logger}}
+	dir := opts.Dir
+	if opts.InMemory {
+		po.FS, dir = vfs.NewMem(), ""
+	} else if dir == "" {
+		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
+	}
+	db, err := cpebble.Open(dir, po)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, "cannot open the event log", err)
+	}
+	l := &Log{db: db, clock: opts.Clock, groups: map[string]*group{}, changed: make(chan struct{})}
+	if err := l.load(opts.Partitions); err != nil {
+		db.Close()
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	return l, nil
+}
+
+// load reads the partition count (writing it for a new log) and each partition's next offset.
+func (l *Log) load(parts int) error {
+	mkey := []byte("mpartitions")
+	v, closer, err := l.db.Get(mkey)
+	switch err {
+	case nil:
+		parts = int(binary.BigEndian.Uint16(v))
+		closer.Close()
+	case cpebble.ErrNotFound:
+		if err := l.db.Set(mkey, binary.BigEndian.AppendUint16(nil, uint16(parts)), cpebble.Sync); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	l.parts = parts
+	l.next = make([]uint64, parts)
+	for p := range parts {
+		iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, 0), UpperBound: eventKey(p+1, 0)})
+		if err != nil {
+			return err
+		}
+		if iter.Last() {
+			l.next[p] = binary.BigEndian.Uint64(iter.Key()[3:]) + 1
+		}
+		if err := iter.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eventKey(p int, off uint64) []byte {
+	b := append([]byte{'e'}, byte(p>>8), byte(p))
+	return binary.BigEndian.AppendUint64(b, off)
+}
+
+func groupKey(space byte, group string) []byte {
+	return append(append([]byte{space}, group...), 0x00)
+}
+
+func offsetKey(group string, p int) []byte {
+	return append(groupKey('o', group), byte(p>>8), byte(p))
+}
+
+func (l *Log) partition(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(l.parts))
+}
+
+// broadcastLocked wakes every waiting Next.
+func (l *Log) broadcastLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func checkGroup(op rookery.Op, group string) error {
+	if !rookery.ValidUserID(group) { // the same alphabet: [A-Za-z0-9_-], 1..64
+		return rookery.E(op, rookery.Invalid, "a group name is 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	return nil
+}
+
+// Append implements events.Log.
+func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
+	const op rookery.Op = "embedded.Append"
+	for _, ev := range evs {
+		if ev.ID == "" || ev.Type == "" || ev.Key == "" {
+			return rookery.E(op, rookery.Invalid, "an event needs an id, a type and a key")
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rookery.E(op, rookery.Unavailable, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	next := append([]uint64(nil), l.next...)
+	b := l.db.NewBatch()
+	defer b.Close()
+	now := l.clock.Now().UnixNano()
+	inBatch := map[string]bool{}
+	for _, ev := range evs {
+		dkey := append([]byte{'d'}, ev.ID...)
+		if inBatch[ev.ID] {
+			continue
+		}
+		if _, closer, err := l.db.Get(dkey); err == nil {
+			closer.Close()
+			continue // appended before
+		} else if err != cpebble.ErrNotFound {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		inBatch[ev.ID] = true
+		p := l.partition(ev.Key)
+		val, err := json.Marshal(stored{Event: ev, AppendedAt: now})
+		if err != nil {
+			return rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
+		}
+		ek := eventKey(p, next[p])
+		next[p]++
+		if err := b.Set(ek, val, nil); err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		if err := b.Set(dkey, ek[1:], nil); err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(cpebble.Sync); err != nil {
+		return rookery.E(op, rookery.Internal, "append failed", err)
+	}
+	l.next = next
+	l.broadcastLocked()
+	return nil
+}
+
+// Subscribe implements events.Log.
+func (l *Log) Subscribe(ctx context.Context, name string, opts events.SubscribeOptions) (events.Subscription, error) {
+	const op rookery.Op = "embedded.Subscribe"
+	if err := checkGroup(op, name); err != nil {
+		return nil, err
+	}
+	if opts.AckWait <= 0 {
+		opts.AckWait = events.DefaultAckWait
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	g, err := l.groupLocked(name)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	return &subscription{l: l, g: g, opts: opts, held: map[int]uint64{}}, nil
+}
+
+// groupLocked returns the state of group name, loading its committed offsets on first use.
+func (l *Log) groupLocked(name string) (*group, error) {
+	if g, ok := l.groups[name]; ok {
+		return g, nil
+	}
+	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1)}
+	for p := range l.parts {
+		v, closer, err := l.db.Get(offsetKey(name, p))
+		if err == cpebble.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.committed[p] = binary.BigEndian.Uint64(v)
+		closer.Close()
+	}
+	l.groups[name] = g
+	return g, nil
+}
+
+type subscription struct {
+	l    *Log
+	g    *group
+	opts events.SubscribeOptions
+	// held maps the partitions this subscription has a delivery in flight on to that delivery's gen.
+	held   map[int]uint64
+	rr     int
+	closed bool
+}
+
+type delivery struct {
+	s       *subscription
+	part    int
+	gen     uint64
+	ev      rookery.Event
+	attempt int
+}
+
+func (d *delivery) Event() rookery.Event { return d.ev }
+func (d *delivery) Attempt() int         { return d.attempt }
+
+// Next implements events.Subscription.
+func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
+	const op rookery.Op = "embedded.Next"
+	for {
+		s.l.mu.Lock()
+		if s.l.closed || s.closed {
+			s.l.mu.Unlock()
+			return nil, rookery.E(op, rookery.Unavailable, "the subscription or the log is closed")
+		}
+		wake := s.l.changed
+		d, wait, err := s.pickLocked(s.l.clock.Now())
+		s.l.mu.Unlock()
+		if err != nil {
+			return nil, rookery.E(op, rookery.Internal, err)
+		}
+		if d != nil {
+			return d, nil
+		}
+		// Wait for a change, for the earliest retry or ack deadline, or at most 100 ms (a clock
+		// under test may move without waking anyone).
+		timer := time.NewTimer(min(wait, 100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// pickLocked hands out the next ready event of any partition of the group that has none in
+// flight, or returns how long to wait before one may be ready.
+func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, error) {
+	l, g := s.l, s.g
+	wait := time.Hour
+	n := l.parts + 1
+	for i := range n {
+		p := (s.rr + i) % n
+		ps := &g.parts[p]
+		if ps.inFlight {
+			deadline := ps.deliveredAt.Add(ps.ackWait)
+			if now.Before(deadline) {
+				wait = min(wait, deadline.Sub(now))
+				continue
+			}
+			ps.inFlight = false // the consumer is presumed dead: deliver again
+		}
+		if now.Before(ps.notBefore) {
+			wait = min(wait, ps.notBefore.Sub(now))
+			continue
+		}
+		ev, replayKey, ok, err := l.headLocked(g, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			continue
+		}
+		ps.inFlight, ps.deliveredAt, ps.ackWait, ps.replayKey = true, now, s.opts.AckWait, replayKey
+		ps.gen++
+		ps.attempts++
+		s.held[p] = ps.gen
+		s.rr = (p + 1) % n
+		return &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}, 0, nil
+	}
+	return nil, wait, nil
+}
+
+// headLocked returns the group's next event of partition p (p == parts: the replay queue).
+func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
+	if p < l.parts {
+		if g.committed[p] >= l.next[p] {
+			return rookery.Event{}, nil, false, nil
+		}
+		v, closer, err := l.db.Get(eventKey(p, g.committed[p]))
+		if err != nil {
+			return rookery.Event{}, nil, false, err
+		}
+		defer closer.Close()
+		var st stored
+		if err := json.Unmarshal(v, &st); err != nil {
+			return rookery.Event{}, nil, false, err
+		}
+		return st.Event, nil, true, nil
+	}
+	prefix := groupKey('r', g.name)
+	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return rookery.Event{}, nil, false, err
+	}
+	defer iter.Close()
+	if !iter.First() {
+		return rookery.Event{}, nil, false, iter.Error()
+	}
+	var ev rookery.Event
+	if err := json.Unmarshal(iter.Value(), &ev); err != nil {
+		return rookery.Event{}, nil, false, err
+	}
+	return ev, bytes.Clone(iter.Key()), true, nil
+}
+
+func prefixEnd(p []byte) []byte {
+	e := bytes.Clone(p)
+	e[len(e)-1]++
+	return e
+}
+
+// Ack implements events.Delivery. Acking a delivery that was already delivered again (its ack
+// wait passed) is Conflict: the event belongs to the newer delivery now.
+func (d *delivery) Ack(ctx context.Context) error {
+	const op rookery.Op = "embedded.Ack"
+	l, g := d.s.l, d.s.g
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := &g.parts[d.part]
+	if l.closed {
+		return rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	if !ps.inFlight || ps.gen != d.gen {
+		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
+	}
+	if d.part < l.parts {
+		next := g.committed[d.part] + 1
+		if err := l.db.Set(offsetKey(g.name, d.part), binary.BigEndian.AppendUint64(nil, next), cpebble.NoSync); err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		g.committed[d.part] = next
+	} else if err := l.db.Delete(ps.replayKey, cpebble.Sync); err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey = false, 0, time.Time{}, nil
+	delete(d.s.held, d.part)
+	l.broadcastLocked()
+	return nil
+}
+
+// Nak implements events.Delivery.
+func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
+	const op rookery.Op = "embedded.Nak"
+	l, g := d.s.l, d.s.g
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := &g.parts[d.part]
+	if !ps.inFlight || ps.gen != d.gen {
+		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
+	}
+	ps.inFlight = false
+	ps.notBefore = l.clock.Now().Add(delay)
+	delete(d.s.held, d.part)
+	l.broadcastLocked()
+	return nil
+}
+
+// Close implements events.Subscription: what it holds is delivered again at once.
+func (s *subscription) Close() error {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, gen := range s.held {
+		if ps := &s.g.parts[p]; ps.inFlight && ps.gen == gen {
+			ps.inFlight = false
+		}
+	}
+	s.held, s.closed = map[int]uint64{}, true
+	if !l.closed {
+		l.broadcastLocked()
+	}
+	return nil
+}
+
+// DeadLetter implements events.Log.
+func (l *Log) DeadLetter(ctx context.Context, group string, d events.DeadLetter) error {
+	const op rookery.Op = "embedded.DeadLetter"
+	if err := checkGroup(op, group); err != nil {
+		return err
+	}
+	val, err := json.Marshal(d)
+	if err != nil {
+		return rookery.E(op, rookery.Invalid, err)
+	}
+	return l.write(op, func(b *cpebble.Batch) error {
+		return b.Set(append(groupKey('q', group), d.Event.ID...), val, nil)
+	})
+}
+
+// write commits one synced batch built by fill, unless the log is closed.
+func (l *Log) write(op rookery.Op, fill func(b *cpebble.Batch) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	b := l.db.NewBatch()
+	defer b.Close()
+	if err := fill(b); err != nil {
+		return err
+	}
+	if err := b.Commit(cpebble.Sync); err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	l.broadcastLocked()
+	return nil
+}
+
+// DeadLetters implements events.Log.
+func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) ([]events.DeadLetter, error) {
+	const op rookery.Op = "embedded.DeadLetters"
+	if err := checkGroup(op, group); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	prefix := groupKey('q', group)
+	lower := prefix
+	if after != "" {
+		lower = append(append(bytes.Clone(prefix), after...), 0x00)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	defer iter.Close()
+	var out []events.DeadLetter
+	for ok := iter.First(); ok && len(out) < limit; ok = iter.Next() {
+		var d events.DeadLetter
+		if err := json.Unmarshal(iter.Value(), &d); err != nil {
+			return nil, rookery.E(op, rookery.Internal, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Replay implements events.Log.
+func (l *Log) Replay(ctx context.Context, group, id string) error {
+	const op rookery.Op = "embedded.Replay"
+	if err := checkGroup(op, group); err != nil {
+		return err
+	}
+	qkey := append(groupKey('q', group), id...)
+	return l.write(op, func(b *cpebble.Batch) error {
+		v, closer, err := l.db.Get(qkey)
+		if err == cpebble.ErrNotFound {
+			return rookery.E(op, rookery.NotFound, "no such dead letter")
+		}
+		if err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		var d events.DeadLetter
+		err = json.Unmarshal(v, &d)
+		closer.Close()
+		if err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		}
+		ev, _ := json.Marshal(d.Event)
+		rkey := binary.BigEndian.AppendUint64(groupKey('r', group), uint64(l.clock.Now().UnixNano()))
+		if err := b.Set(append(rkey, id...), ev, nil); err != nil {
+			return err
+		}
+		return b.Delete(qkey, nil)
+	})
+}
+
+// Drop implements events.Log.
+func (l *Log) Drop(ctx context.Context, group, id string) error {
+	const op rookery.Op = "embedded.Drop"
+	if err := checkGroup(op, group); err != nil {
+		return err
+	}
+	qkey := append(groupKey('q', group), id...)
+	return l.write(op, func(b *cpebble.Batch) error {
+		if _, closer, err := l.db.Get(qkey); err == cpebble.ErrNotFound {
+			return rookery.E(op, rookery.NotFound, "no such dead letter")
+		} else if err != nil {
+			return rookery.E(op, rookery.Internal, err)
+		} else {
+			closer.Close()
+		}
+		return b.Delete(qkey, nil)
+	})
+}
+
+// Lag implements events.Log.
+func (l *Log) Lag(ctx context.Context, name string) (int64, time.Time, error) {
+	const op rookery.Op = "embedded.Lag"
+	if err := checkGroup(op, name); err != nil {
+		return 0, time.Time{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, time.Time{}, rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	g, err := l.groupLocked(name)
+	if err != nil {
+		return 0, time.Time{}, rookery.E(op, rookery.Internal, err)
+	}
+	var n int64
+	var oldest time.Time
+	for p := range l.parts {
+		behind := l.next[p] - g.committed[p]
+		if behind == 0 {
+			continue
+		}
+		n += int64(behind)
+		v, closer, err := l.db.Get(eventKey(p, g.committed[p]))
+		if err != nil {
+			return 0, time.Time{}, rookery.E(op, rookery.Internal, err)
+		}
+		var st stored
+		err = json.Unmarshal(v, &st)
+		closer.Close()
+		if err != nil {
+			return 0, time.Time{}, rookery.E(op, rookery.Internal, err)
+		}
+		if at := time.Unix(0, st.AppendedAt); oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	return n, oldest, nil
+}
+
+// Close implements events.Log.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	l.broadcastLocked()
+	if err := l.db.Close(); err != nil {
+		return rookery.E(rookery.Op("embedded.Close"), rookery.Internal, err)
+	}
+	return nil
+}
+
+// engineLogger passes Pebble's errors to slog and drops its informational chatter.
+type engineLogger struct{ log *slog.Logger }
+
+func (engineLogger) Infof(string, ...any) {}
+func (l engineLogger) Errorf(format string, args ...any) {
+	l.log.Error("event log: " + fmt.Sprintf(format, args...))
+}
+func (l engineLogger) Fatalf(format string, args ...any) {
+	l.log.Error("event log: fatal: " + fmt.Sprintf(format, args...))
+	cpebble.DefaultLogger.Fatalf(format, args...)
+}

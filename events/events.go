@@ -1,0 +1,86 @@
+// Package events is Rookery's event pipeline: the event log interface (with an embedded backend in
+// events/embedded and, for scale-out, NATS JetStream), the transactional outbox that feeds it, and
+// the runner that every consumer (fan-out, counters, notifications, ...) plugs into.
+//
+// Guarantees, end to end: an event is written in the same atomic write as the change that causes
+// it (the outbox), so a change is never acknowledged without its event; the relay moves it to the
+// log at least once; the log delivers it to every consumer group at least once, in order per key;
+// consumers are idempotent, so a redelivery changes nothing.
+package events
+
+import (
+	"context"
+	"time"
+
+	"github.com/rookery/rookery"
+)
+
+// Log is a durable event log, partitioned by event key, read by consumer groups with committed
+// positions. Implementations are safe for concurrent use.
+type Log interface {
+	// Append durably appends evs (when it returns nil, they survive a crash). Events with the same
+	// Key go to the same partition in the order given. An event whose ID the log has already
+	// appended is not appended again (de-duplication by ID), so appending is idempotent.
+	Append(ctx context.Context, evs []rookery.Event) error
+
+	// Subscribe joins consumer group (created on first use, starting at the beginning of the log).
+	// Every group sees every event; the subscriptions of one group share its partitions, so each
+	// event goes to one of them. Within a partition a group has at most one event in flight: the next
+	// is delivered only once the previous is acked (this is what keeps per-key order).
+	Subscribe(ctx context.Context, group string, opts SubscribeOptions) (Subscription, error)
+
+	// DeadLetter stores d in group's dead-letter queue. The runner calls it, then acks the delivery.
+	DeadLetter(ctx context.Context, group string, d DeadLetter) error
+	// DeadLetters lists group's dead-letter queue, oldest first, up to limit entries after the
+	// entry with id after ("" from the start).
+	DeadLetters(ctx context.Context, group string, after string, limit int) ([]DeadLetter, error)
+	// Replay moves the dead letter with event id out of the queue and delivers its event to group
+	// again (to that group only). An unknown id is NotFound.
+	Replay(ctx context.Context, group, id string) error
+	// Drop removes the dead letter with event id. An unknown id is NotFound.
+	Drop(ctx context.Context, group, id string) error
+
+	// Lag says how far group is behind: events appended but not yet acked, and the time the oldest
+	// of them was appended (zero if none).
+	Lag(ctx context.Context, group string) (events int64, oldest time.Time, err error)
+
+	// Close releases the log; subscriptions end with an Unavailable error.
+	Close() error
+}
+
+// SubscribeOptions tune a subscription.
+type SubscribeOptions struct {
+	// AckWait is how long a delivery may stay unacknowledged before it is delivered again (the
+	// consumer is presumed dead). 0 means 30 seconds.
+	AckWait time.Duration
+}
+
+// Subscription receives a group's deliveries.
+type Subscription interface {
+	// Next blocks until a delivery is available or ctx ends (ctx's error, Kind Unavailable).
+	Next(ctx context.Context) (Delivery, error)
+	// Close leaves the group; unacked deliveries are delivered again to the group.
+	Close() error
+}
+
+// Delivery is one delivery of an event to a group.
+type Delivery interface {
+	Event() rookery.Event
+	// Attempt counts deliveries of this event to this group: 1 the first time.
+	Attempt() int
+	// Ack marks the event processed for the group; it is not delivered to the group again.
+	Ack(ctx context.Context) error
+	// Nak asks for the event to be delivered again after delay (a retry).
+	Nak(ctx context.Context, delay time.Duration) error
+}
+
+// DeadLetter is an event a consumer group gave up on, with the reason.
+type DeadLetter struct {
+	Event    rookery.Event `json:"event"`
+	Error    string        `json:"error"`
+	Attempts int           `json:"attempts"`
+	FailedAt rookery.Time  `json:"failed_at"`
+}
+
+// DefaultAckWait is the AckWait of a zero SubscribeOptions.
+const DefaultAckWait = 30 * time.Second
