@@ -20,9 +20,12 @@ var allowed = map[string][]string{
 	"table/pebble":            {"", "table"},
 	"table/dynamo":            {"", "table"},
 	"table/dynamo/dynamotest": {"", "table", "table/dynamo"},
+	"events":                  {"", "table"},
+	"events/eventstest":       {"", "events"},
+	"events/embedded":         {"", "events"},
 	"auth":                    {""},
 	"metrics":                 {""},
-	"app":                     {"", "table"},
+	"app":                     {"", "table", "events"},
 	"httpapi":                 {"", "app", "auth", "metrics"},
 	"cmd/rookery":             {"*"},
 }
