@@ -1,0 +1,248 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery"
+)
+
+// Handler processes one event. It must be idempotent: the same event may be delivered again (after
+// a crash, a timeout or a replay), and applying it twice must change nothing. Its error decides
+// what happens next: nil acks the event; an Unavailable error is retried with backoff until
+// Consumer.MaxAttempts; any other error sends the event to the dead-letter queue at once.
+type Handler func(ctx context.Context, ev rookery.Event) error
+
+// Consumer is one consumer group and how to run it.
+type Consumer struct {
+	// Group names the consumer group (1..64 of [A-Za-z0-9_-]); every group sees every event.
+	Group  string
+	Handle Handler
+	// MaxAttempts is how many deliveries an event gets before it is dead-lettered; 0 means 8.
+	MaxAttempts int
+	// Concurrency is how many events are processed at once (each key's events still in order);
+	// 0 means 4.
+	Concurrency int
+	// Backoff returns the delay before retry attempt n (1, 2, ...); nil means exponential from
+	// 100 ms, capped at 30 s, with full jitter.
+	Backoff func(attempt int) time.Duration
+	// BreakAfter consecutive Unavailable failures open the circuit breaker: the consumer stops
+	// pulling for Cooldown instead of burning its events' retries on a dependency that is down.
+	// 0 means 10 failures; a Cooldown of 0 means 30 s.
+	BreakAfter int
+	Cooldown   time.Duration
+	// AckWait is passed to the log (see SubscribeOptions).
+	AckWait time.Duration
+}
+
+// Outcome is what happened to one delivery, as reported to a Stats function.
+type Outcome string
+
+const (
+	Processed    Outcome = "processed"     // handled and acked
+	Retried      Outcome = "retried"       // failed with Unavailable; will be delivered again
+	DeadLettered Outcome = "dead_lettered" // failed for good; in the dead-letter queue
+	BreakerOpen  Outcome = "breaker_open"  // the circuit breaker opened (took is the cooldown)
+)
+
+// Stats is told every outcome, with the handler's latency.
+type Stats func(group string, outcome Outcome, took time.Duration)
+
+// Runner runs consumers over a log.
+type Runner struct {
+	Log    Log
+	Clock  rookery.Clock
+	Logger *slog.Logger
+	Stats  Stats
+}
+
+// Run runs c until ctx ends, then returns nil; it returns an error only if it cannot subscribe.
+func (r *Runner) Run(ctx context.Context, c Consumer) error {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.BreakAfter <= 0 {
+		c.BreakAfter = 10
+	}
+	if c.Cooldown <= 0 {
+		c.Cooldown = 30 * time.Second
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	clock := r.Clock
+	if clock == nil {
+		clock = rookery.SystemClock
+	}
+	stats := r.Stats
+	if stats == nil {
+		stats = func(string, Outcome, time.Duration) {}
+	}
+	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, l: r.Log}
+	var subs []Subscription
+	for range c.Concurrency {
+		s, err := r.Log.Subscribe(ctx, c.Group, SubscribeOptions{AckWait: c.AckWait})
+		if err != nil {
+			for _, s := range subs {
+				s.Close()
+			}
+			return err
+		}
+		subs = append(subs, s)
+	}
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			w.loop(ctx, s)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+type worker struct {
+	c     Consumer
+	l     Log
+	log   *slog.Logger
+	clock rookery.Clock
+	stats Stats
+
+	mu        sync.Mutex
+	failures  int       // consecutive Unavailable failures
+	openUntil time.Time // the breaker is open until then
+}
+
+func (w *worker) loop(ctx context.Context, s Subscription) {
+	for ctx.Err() == nil {
+		if !w.waitBreaker(ctx) {
+			return
+		}
+		d, err := s.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Error("receiving from the event log failed", "err", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		w.handle(ctx, d)
+	}
+}
+
+func (w *worker) handle(ctx context.Context, d Delivery) {
+	ev := d.Event()
+	start := time.Now()
+	err := safeCall(ctx, w.c.Handle, ev)
+	took := time.Since(start)
+	switch {
+	case err == nil:
+		w.succeeded()
+		if aerr := d.Ack(ctx); aerr != nil {
+			w.log.Warn("ack failed; the event will be delivered again", "event", ev.ID, "err", aerr)
+		}
+		w.stats(w.c.Group, Processed, took)
+	case rookery.IsKind(err, rookery.Unavailable) && d.Attempt() < w.c.MaxAttempts:
+		w.failed()
+		delay := w.c.Backoff(d.Attempt())
+		w.log.Warn("handler failed; retrying", "event", ev.ID, "type", ev.Type, "attempt", d.Attempt(), "retry_in", delay, "err", err)
+		if nerr := d.Nak(ctx, delay); nerr != nil {
+			w.log.Warn("nak failed; the event will be delivered again after the ack wait", "event", ev.ID, "err", nerr)
+		}
+		w.stats(w.c.Group, Retried, took)
+	default:
+		if rookery.IsKind(err, rookery.Unavailable) {
+			w.failed()
+		}
+		w.log.Error("handler failed for good; dead-lettering the event", "event", ev.ID, "type", ev.Type, "attempt", d.Attempt(), "err", err)
+		dl := DeadLetter{Event: ev, Error: err.Error(), Attempts: d.Attempt(), FailedAt: rookery.Time{Time: w.clock.Now().UTC()}}
+		if derr := w.l.DeadLetter(ctx, w.c.Group, dl); derr != nil {
+			// Not acked: the event stays in the log and is tried again rather than lost.
+			w.log.Error("dead-lettering failed; the event will be delivered again", "event", ev.ID, "err", derr)
+			d.Nak(ctx, w.c.Backoff(d.Attempt()))
+			return
+		}
+		if aerr := d.Ack(ctx); aerr != nil {
+			w.log.Warn("ack after dead-lettering failed", "event", ev.ID, "err", aerr)
+		}
+		w.stats(w.c.Group, DeadLettered, took)
+	}
+}
+
+// safeCall runs h, turning a panic into an Internal error.
+func safeCall(ctx context.Context, h Handler, ev rookery.Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = rookery.E(rookery.Op("events.handler"), rookery.Internal, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
+	return h(ctx, ev)
+}
+
+func (w *worker) succeeded() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failures >= w.c.BreakAfter {
+		w.log.Info("circuit breaker closed: the dependency answers again")
+	}
+	w.failures = 0
+}
+
+func (w *worker) failed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failures++
+	if w.failures == w.c.BreakAfter || w.failures > w.c.BreakAfter && !w.clock.Now().Before(w.openUntil) {
+		// Opens on reaching the threshold, and again on a failure after a cooldown (half-open).
+		w.openUntil = w.clock.Now().Add(w.c.Cooldown)
+		w.log.Warn("circuit breaker open: a dependency keeps failing; pausing", "failures", w.failures, "cooldown", w.c.Cooldown)
+		w.stats(w.c.Group, BreakerOpen, w.c.Cooldown)
+	}
+}
+
+// waitBreaker blocks while the breaker is open; it returns false if ctx ends.
+func (w *worker) waitBreaker(ctx context.Context) bool {
+	for {
+		w.mu.Lock()
+		wait := w.openUntil.Sub(w.clock.Now())
+		w.mu.Unlock()
+		if wait <= 0 {
+			return true
+		}
+		if !sleep(ctx, min(wait, 100*time.Millisecond)) {
+			return false
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// DefaultBackoff is exponential from 100 ms, doubling per attempt, capped at 30 s, with full
+// jitter (a uniformly random delay up to the ceiling).
+func DefaultBackoff(attempt int) time.Duration {
+	ceiling := min(100*time.Millisecond<<min(attempt-1, 10), 30*time.Second)
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+}

@@ -1,0 +1,194 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
+)
+
+func newLog(t *testing.T) events.Log {
+	t.Helper()
+	l, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// start runs c on l until the test ends.
+func start(t *testing.T, l events.Log, c events.Consumer, stats events.Stats) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&events.Runner{Log: l, Stats: stats}).Run(ctx, c) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func appendN(t *testing.T, l events.Log, n, keys int) {
+	t.Helper()
+	for i := range n {
+		if err := l.Append(context.Background(), []rookery.Event{eventstest.Event(fmt.Sprintf("e%04d", i), fmt.Sprintf("k%d", i%keys), i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func fastBackoff(int) time.Duration { return 10 * time.Millisecond }
+
+func TestRunnerProcessesEveryEventInOrderPerKey(t *testing.T) {
+	l := newLog(t)
+	var mu sync.Mutex
+	last := map[string]int{}
+	var outOfOrder, processed atomic.Int64
+	appendN(t, l, 300, 7)
+	start(t, l, events.Consumer{Group: "order", Concurrency: 4, Handle: func(_ context.Context, ev rookery.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		n := eventsSeq(ev)
+		if prev, ok := last[ev.Key]; ok && n < prev {
+			outOfOrder.Add(1)
+		}
+		last[ev.Key] = n
+		processed.Add(1)
+		return nil
+	}}, nil)
+	eventually(t, "all processed", func() bool { return processed.Load() == 300 })
+	if outOfOrder.Load() != 0 {
+		t.Fatalf("%d events out of order per key", outOfOrder.Load())
+	}
+	eventually(t, "lag 0", func() bool { n, _, _ := l.Lag(context.Background(), "order"); return n == 0 })
+}
+
+func eventsSeq(ev rookery.Event) int {
+	var n int
+	fmt.Sscanf(string(ev.Payload), `{"n":%d}`, &n)
+	return n
+}
+
+func TestRunnerRetriesUnavailableThenSucceeds(t *testing.T) {
+	l := newLog(t)
+	appendN(t, l, 1, 1)
+	var calls atomic.Int64
+	var outcomes sync.Map
+	start(t, l, events.Consumer{Group: "retry", Backoff: fastBackoff, Handle: func(context.Context, rookery.Event) error {
+		if calls.Add(1) < 3 {
+			return rookery.E(rookery.Unavailable, "redis down")
+		}
+		return nil
+	}}, func(_ string, o events.Outcome, _ time.Duration) {
+		v, _ := outcomes.LoadOrStore(o, new(atomic.Int64))
+		v.(*atomic.Int64).Add(1)
+	})
+	eventually(t, "processed", func() bool { v, ok := outcomes.Load(events.Processed); return ok && v.(*atomic.Int64).Load() == 1 })
+	if r, _ := outcomes.Load(events.Retried); r.(*atomic.Int64).Load() != 2 || calls.Load() != 3 {
+		t.Fatalf("calls %d, retried %v", calls.Load(), r)
+	}
+	if dl, _ := l.DeadLetters(context.Background(), "retry", "", 10); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+}
+
+func TestRunnerDeadLetters(t *testing.T) {
+	cases := []struct {
+		name         string
+		err          error
+		wantAttempts int
+	}{
+		{"an Unavailable error, after the last attempt", rookery.E(rookery.Unavailable, "still down"), 3},
+		{"any other error, at once", rookery.E(rookery.Invalid, "bad payload"), 1},
+		{"an error without a kind, at once", errors.New("plain error"), 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLog(t)
+			appendN(t, l, 2, 1)
+			var calls atomic.Int64
+			start(t, l, events.Consumer{Group: "dlq", MaxAttempts: 3, Backoff: fastBackoff, BreakAfter: 100, Handle: func(_ context.Context, ev rookery.Event) error {
+				if ev.ID == "e0001" {
+					return nil
+				}
+				calls.Add(1)
+				return c.err
+			}}, nil)
+			var dl []events.DeadLetter
+			eventually(t, "dead-lettered", func() bool { dl, _ = l.DeadLetters(context.Background(), "dlq", "", 10); return len(dl) == 1 })
+			if dl[0].Event.ID != "e0000" || dl[0].Attempts != c.wantAttempts || dl[0].Error != c.err.Error() || dl[0].FailedAt.IsZero() {
+				t.Fatalf("dead letter = %+v", dl[0])
+			}
+			// The next event of the same key is not held back by the dead one.
+			eventually(t, "lag 0", func() bool { n, _, _ := l.Lag(context.Background(), "dlq"); return n == 0 })
+			if calls.Load() != int64(c.wantAttempts) {
+				t.Fatalf("handler called %d times", calls.Load())
+			}
+		})
+	}
+}
+
+func TestRunnerSurvivesPanics(t *testing.T) {
+	l := newLog(t)
+	appendN(t, l, 2, 2)
+	start(t, l, events.Consumer{Group: "panic", Handle: func(_ context.Context, ev rookery.Event) error {
+		if ev.ID == "e0000" {
+			panic("nil map")
+		}
+		return nil
+	}}, nil)
+	var dl []events.DeadLetter
+	eventually(t, "the panic dead-lettered", func() bool { dl, _ = l.DeadLetters(context.Background(), "panic", "", 10); return len(dl) == 1 })
+	eventually(t, "the other event processed", func() bool { n, _, _ := l.Lag(context.Background(), "panic"); return n == 0 })
+}
+
+func TestCircuitBreakerStopsPulling(t *testing.T) {
+	l := newLog(t)
+	appendN(t, l, 50, 50)
+	var calls, opened atomic.Int64
+	start(t, l, events.Consumer{
+		Group: "breaker", MaxAttempts: 1000, Concurrency: 1, Backoff: fastBackoff,
+		BreakAfter: 3, Cooldown: 400 * time.Millisecond,
+		Handle: func(context.Context, rookery.Event) error {
+			calls.Add(1)
+			return rookery.E(rookery.Unavailable, "dependency down")
+		},
+	}, func(_ string, o events.Outcome, _ time.Duration) {
+		if o == events.BreakerOpen {
+			opened.Add(1)
+		}
+	})
+	eventually(t, "breaker open", func() bool { return opened.Load() == 1 })
+	during := calls.Load()
+	time.Sleep(250 * time.Millisecond)
+	if n := calls.Load(); n != during {
+		t.Fatalf("the handler was called %d times while the breaker was open", n-during)
+	}
+	// After the cooldown it tries again (half-open), fails, and opens again.
+	eventually(t, "breaker reopened", func() bool { return opened.Load() >= 2 })
+	if calls.Load() > during+3 {
+		t.Fatalf("half-open allowed %d calls", calls.Load()-during)
+	}
+}
