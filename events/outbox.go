@@ -1,0 +1,191 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// Outbox is the transactional outbox (DESIGN decision 5). A change that others react to is written
+// together with its event: the caller adds Outbox.Write(ev) to the same TransactWrite as the change,
+// so either both are stored or neither. Run relays stored events to the log and then deletes them;
+// a crash between the two appends an event twice, which the log de-duplicates by id. Nothing that
+// was acknowledged is lost, and the outbox is read by partition (Query), never scanned.
+//
+// Outbox items (the key schema of app/keys.go refers here):
+//
+//	PK OUTBOX#<shard>   SK <event id>   event: the event's JSON
+//
+// An event's shard is a hash of its key, so one key's events are relayed by one loop, in id order.
+// The number of shards must stay the same for the life of a table.
+type Outbox struct {
+	Table table.Table
+	Log   Log
+	// Shards is the number of outbox partitions; 0 means DefaultOutboxShards.
+	Shards int
+	// Poll is how often an idle shard looks for events nobody notified it of (written by another
+	// process); 0 means 100 ms.
+	Poll time.Duration
+	// Batch is the most events relayed per round; 0 means 500.
+	Batch  int
+	Logger *slog.Logger
+
+	once sync.Once
+	wake []chan struct{}
+}
+
+// DefaultOutboxShards is the outbox's default partition count.
+const DefaultOutboxShards = 16
+
+func (o *Outbox) init() {
+	o.once.Do(func() {
+		if o.Shards <= 0 {
+			o.Shards = DefaultOutboxShards
+		}
+		if o.Poll <= 0 {
+			o.Poll = 100 * time.Millisecond
+		}
+		if o.Batch <= 0 {
+			o.Batch = 500
+		}
+		if o.Logger == nil {
+			o.Logger = slog.Default()
+		}
+		o.wake = make([]chan struct{}, o.Shards)
+		for i := range o.wake {
+			o.wake[i] = make(chan struct{}, 1)
+		}
+	})
+}
+
+func (o *Outbox) shard(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(o.Shards))
+}
+
+func outboxPK(shard int) string { return fmt.Sprintf("OUTBOX#%03d", shard) }
+
+// Write returns the table write that stores ev in the outbox; put it in the same TransactWrite as
+// the change that causes ev. An event without id, type or key is Invalid.
+func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
+	const op rookery.Op = "events.Outbox.Write"
+	o.init()
+	if ev.ID == "" || ev.Type == "" || ev.Key == "" {
+		return table.Write{}, rookery.E(op, rookery.Invalid, "an event needs an id, a type and a key")
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return table.Write{}, rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
+	}
+	return table.PutWrite(table.Item{table.PK: outboxPK(o.shard(ev.Key)), table.SK: ev.ID, "event": b}), nil
+}
+
+// Notify tells the relay that events were written, so it need not wait for its next poll. Calling
+// it is optional and never blocks.
+func (o *Outbox) Notify() {
+	o.init()
+	for _, w := range o.wake {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run relays outbox events to the log until ctx ends, one loop per shard, and returns nil. Failures
+// (the table or the log unavailable) are logged and retried with backoff; nothing is skipped.
+func (o *Outbox) Run(ctx context.Context) error {
+	o.init()
+	var wg sync.WaitGroup
+	for s := range o.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.relay(ctx, s)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (o *Outbox) relay(ctx context.Context, shard int) {
+	failures := 0
+	for ctx.Err() == nil {
+		n, err := o.relayOnce(ctx, shard)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			delay := DefaultBackoff(failures)
+			o.Logger.Warn("outbox relay failed; retrying", "shard", shard, "retry_in", delay, "err", err)
+			sleep(ctx, delay)
+		case n == 0:
+			failures = 0
+			t := time.NewTimer(o.Poll)
+			select {
+			case <-ctx.Done():
+			case <-o.wake[shard]:
+			case <-t.C:
+			}
+			t.Stop()
+		default:
+			failures = 0
+		}
+	}
+}
+
+// relayOnce moves up to Batch events of shard to the log and returns how many it moved.
+func (o *Outbox) relayOnce(ctx context.Context, shard int) (int, error) {
+	page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(shard), Limit: o.Batch})
+	if err != nil || len(page.Items) == 0 {
+		return 0, err
+	}
+	evs := make([]rookery.Event, 0, len(page.Items))
+	for _, it := range page.Items {
+		var ev rookery.Event
+		if err := json.Unmarshal(it.Bytes("event"), &ev); err != nil {
+			// Write only stores valid JSON, so this is corruption: keep it, say so, relay the rest.
+			o.Logger.Error("outbox item is not a valid event; left in place", "shard", shard, "id", it.String(table.SK), "err", err)
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if err := o.Log.Append(ctx, evs); err != nil {
+		return 0, err
+	}
+	for chunk := range slices.Chunk(evs, table.MaxTransact) {
+		ws := make([]table.Write, len(chunk))
+		for i, ev := range chunk {
+			ws[i] = table.DeleteWrite(table.Key{PK: outboxPK(shard), SK: ev.ID})
+		}
+		if err := o.Table.TransactWrite(ctx, ws); err != nil {
+			return 0, err // appended already: the next round appends them again, de-duplicated
+		}
+	}
+	return len(evs), nil
+}
+
+// Pending reports how many events wait in the outbox, counting at most limit per shard.
+func (o *Outbox) Pending(ctx context.Context, limit int) (int, error) {
+	o.init()
+	n := 0
+	for s := range o.Shards {
+		page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(s), Limit: limit})
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Items)
+	}
+	return n, nil
+}

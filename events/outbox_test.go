@@ -1,0 +1,226 @@
+package events_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+)
+
+func openTable(t testing.TB, dir string) table.Table {
+	t.Helper()
+	opts := pebble.Options{InMemory: dir == "", Dir: dir, Clock: rookery.SystemClock, CursorKey: []byte("k")}
+	db, err := pebble.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOutboxEventsCommitWithTheirChange(t *testing.T) {
+	ctx := context.Background()
+	tab, l := openTable(t, ""), newLog(t)
+	ob := &events.Outbox{Table: tab, Log: l, Shards: 4}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { ob.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	write := func(id string, conds ...table.Cond) error {
+		w, err := ob.Write(eventstest.Event(id, "post-1", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tab.TransactWrite(ctx, []table.Write{table.PutWrite(table.Item{table.PK: "POST#1", table.SK: "LIKE#" + id}, conds...), w})
+		ob.Notify()
+		return err
+	}
+	if err := write("like-a", table.NotExists(table.PK)); err != nil {
+		t.Fatal(err)
+	}
+	// The same like again fails its condition: no change, so no event.
+	if err := write("like-a-again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("like-a-again", table.NotExists(table.PK)); !rookery.IsKind(err, rookery.Conflict) {
+		t.Fatalf("repeat = %v", err)
+	}
+	s, err := l.Subscribe(ctx, "g", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []string
+	for range 2 {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d, err := s.Next(c)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Event().ID)
+		d.Ack(ctx)
+	}
+	if got[0] != "like-a" || got[1] != "like-a-again" {
+		t.Fatalf("events %v", got)
+	}
+	eventually(t, "outbox empty", func() bool { n, _ := ob.Pending(ctx, 10); return n == 0 })
+	if _, err := ob.Write(rookery.Event{ID: "x"}); !rookery.IsKind(err, rookery.Invalid) {
+		t.Fatalf("Write of an event without type and key = %v", err)
+	}
+}
+
+// The crash test. A child process runs writers (each change and its event in one transaction,
+// printing "ack ID" once committed), the relay, and a consumer that records every event it sees
+// (idempotently). It is SIGKILLed at random moments, several times, then run once more to drain.
+// Every acknowledged change's event must have reached the consumer.
+const crashEnv = "ROOKERY_OUTBOX_CRASH_DIR"
+
+func TestOutboxCrashChild(t *testing.T) {
+	dir := os.Getenv(crashEnv)
+	if dir == "" {
+		return
+	}
+	ctx := context.Background()
+	tab := openTable(t, filepath.Join(dir, "table"))
+	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Partitions: 4})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	ob := &events.Outbox{Table: tab, Log: l, Shards: 4, Poll: 10 * time.Millisecond}
+	go ob.Run(ctx)
+	go (&events.Runner{Log: l}).Run(ctx, events.Consumer{Group: "seen", Handle: func(ctx context.Context, ev rookery.Event) error {
+		return tab.Put(ctx, table.Item{table.PK: "SEEN", table.SK: ev.ID})
+	}})
+	round := os.Getenv("ROOKERY_OUTBOX_CRASH_ROUND")
+	if round == "drain" {
+		for {
+			n, err1 := ob.Pending(ctx, 1)
+			lag, _, err2 := l.Lag(ctx, "seen")
+			if err1 == nil && err2 == nil && n == 0 && lag == 0 {
+				fmt.Println("drained")
+				os.Exit(0)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	acks := make(chan string, 1024)
+	var seq atomic.Int64
+	for w := range 4 {
+		go func() {
+			for {
+				id := fmt.Sprintf("r%s-%012d", round, seq.Add(1))
+				ew, _ := ob.Write(eventstest.Event(id, fmt.Sprintf("key-%d", w), 0))
+				err := tab.TransactWrite(ctx, []table.Write{table.PutWrite(table.Item{table.PK: "DATA", table.SK: id}), ew})
+				if err != nil {
+					fmt.Println("error", err)
+					os.Exit(2)
+				}
+				ob.Notify()
+				acks <- id
+			}
+		}()
+	}
+	out := bufio.NewWriter(os.Stdout)
+	for id := range acks {
+		fmt.Fprintln(out, "ack", id)
+		if len(acks) == 0 {
+			out.Flush()
+		}
+	}
+}
+
+func TestOutboxSurvivesSIGKILL(t *testing.T) {
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	dir := t.TempDir()
+	acked := map[string]bool{}
+	child := func(round string, kill time.Duration) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOutboxCrashChild$")
+		cmd.Env = append(os.Environ(), crashEnv+"="+dir, "ROOKERY_OUTBOX_CRASH_ROUND="+round)
+		stdout, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var timer *time.Timer
+		if kill > 0 {
+			timer = time.AfterFunc(kill, func() { cmd.Process.Signal(syscall.SIGKILL) })
+			defer timer.Stop()
+		} else {
+			timer = time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+			defer timer.Stop()
+		}
+		last := ""
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if id, ok := strings.CutPrefix(line, "ack "); ok {
+				acked[id] = true
+			} else {
+				last = line
+			}
+		}
+		cmd.Wait()
+		return last
+	}
+	for r := range rounds {
+		last := child(strconv.Itoa(r), time.Duration(150+rand.IntN(500))*time.Millisecond)
+		if strings.HasPrefix(last, "error") {
+			t.Fatalf("round %d: %s", r, last)
+		}
+	}
+	if last := child("drain", 0); last != "drained" {
+		t.Fatalf("the drain run ended with %q", last)
+	}
+	tab := openTable(t, filepath.Join(dir, "table"))
+	ctx := context.Background()
+	seen := map[string]bool{}
+	q := table.Query{PK: "SEEN", Limit: 1000}
+	for {
+		p, err := tab.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			seen[it.String(table.SK)] = true
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	missing := 0
+	for id := range acked {
+		if !seen[id] {
+			missing++
+			if missing < 5 {
+				t.Errorf("acknowledged change %s: its event never reached the consumer", id)
+			}
+		}
+	}
+	if missing > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged events missing", missing, len(acked))
+	}
+	t.Logf("%d rounds killed at random, %d acknowledged changes, all %d events consumed (%d seen, including unacknowledged commits)", rounds, len(acked), len(acked), len(seen))
+}
