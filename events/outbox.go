@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -38,8 +39,54 @@ type Outbox struct {
 	Batch  int
 	Logger *slog.Logger
 
-	once sync.Once
-	wake []chan struct{}
+	once    sync.Once
+	wake    []chan struct{}
+	written []atomic.Bool // shards that Write gave events to since their last Notify
+	pending []pendingIDs  // per shard: ids Write handed out that the relay has not moved yet
+}
+
+// pendingIDs are ids written through this Outbox and not yet relayed. Their transaction may commit
+// after events with later ids were relayed; the relay reads from the smallest of them so it cannot
+// pass them by. An id whose transaction never commits is forgotten after pendingTTL.
+type pendingIDs struct {
+	mu  sync.Mutex
+	ids map[string]time.Time
+}
+
+const pendingTTL = 10 * time.Second
+
+func (p *pendingIDs) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil {
+		p.ids = map[string]time.Time{}
+	}
+	p.ids[id] = time.Now()
+}
+
+// lowest returns the smallest pending id, dropping expired ones, or "" if none.
+func (p *pendingIDs) lowest() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	low := ""
+	for id, at := range p.ids {
+		if time.Since(at) > pendingTTL {
+			delete(p.ids, id)
+			continue
+		}
+		if low == "" || id < low {
+			low = id
+		}
+	}
+	return low
+}
+
+func (p *pendingIDs) done(evs []rookery.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range evs {
+		delete(p.ids, ev.ID)
+	}
 }
 
 // DefaultOutboxShards is the outbox's default partition count.
@@ -59,6 +106,8 @@ func (o *Outbox) init() {
 		if o.Logger == nil {
 			o.Logger = slog.Default()
 		}
+		o.written = make([]atomic.Bool, o.Shards)
+		o.pending = make([]pendingIDs, o.Shards)
 		o.wake = make([]chan struct{}, o.Shards)
 		for i := range o.wake {
 			o.wake[i] = make(chan struct{}, 1)
@@ -86,14 +135,21 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 	if err != nil {
 		return table.Write{}, rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
 	}
-	return table.PutWrite(table.Item{table.PK: outboxPK(o.shard(ev.Key)), table.SK: ev.ID, "event": b}), nil
+	shard := o.shard(ev.Key)
+	o.written[shard].Store(true)
+	o.pending[shard].add(ev.ID)
+	return table.PutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
 }
 
-// Notify tells the relay that events were written, so it need not wait for its next poll. Calling
-// it is optional and never blocks.
+// Notify tells the relay that events were written (call it after the transaction that holds
+// them commits), so it need not wait for its next poll; it wakes only the shards Write gave events
+// to. Calling it is optional and never blocks.
 func (o *Outbox) Notify() {
 	o.init()
-	for _, w := range o.wake {
+	for i, w := range o.wake {
+		if !o.written[i].Swap(false) {
+			continue
+		}
 		select {
 		case w <- struct{}{}:
 		default:
@@ -117,10 +173,22 @@ func (o *Outbox) Run(ctx context.Context) error {
 	return nil
 }
 
+// relay is one shard's loop. It reads past the last event it relayed, so it does not step over
+// the deleted items (tombstones, in an LSM) of everything relayed before, but never past an id this
+// Outbox handed out and has not relayed yet; and once per Poll it reads the shard from the start,
+// which picks up events other processes committed out of id order.
 func (o *Outbox) relay(ctx context.Context, shard int) {
 	failures := 0
+	after, lastFull := "", time.Now()
 	for ctx.Err() == nil {
-		n, err := o.relayOnce(ctx, shard)
+		from := table.SKCond{Op: table.SKGt, Value: after}
+		if after == "" || time.Since(lastFull) >= o.Poll {
+			from, lastFull = table.SKCond{}, time.Now()
+		}
+		if low := o.pending[shard].lowest(); low != "" && from.Op == table.SKGt && low <= after {
+			from = table.SKCond{Op: table.SKGe, Value: low}
+		}
+		last, err := o.relayOnce(ctx, shard, from)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -130,7 +198,7 @@ func (o *Outbox) relay(ctx context.Context, shard int) {
 			delay := DefaultBackoff(failures)
 			o.Logger.Warn("outbox relay failed; retrying", "shard", shard, "retry_in", delay, "err", err)
 			sleep(ctx, delay)
-		case n == 0:
+		case last == "":
 			failures = 0
 			t := time.NewTimer(o.Poll)
 			select {
@@ -141,15 +209,17 @@ func (o *Outbox) relay(ctx context.Context, shard int) {
 			t.Stop()
 		default:
 			failures = 0
+			after = max(after, last)
 		}
 	}
 }
 
-// relayOnce moves up to Batch events of shard to the log and returns how many it moved.
-func (o *Outbox) relayOnce(ctx context.Context, shard int) (int, error) {
-	page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(shard), Limit: o.Batch})
+// relayOnce moves up to Batch events of shard whose ids satisfy from to the log and returns the
+// last id it moved, or "" if there were none.
+func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (string, error) {
+	page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(shard), SK: from, Limit: o.Batch})
 	if err != nil || len(page.Items) == 0 {
-		return 0, err
+		return "", err
 	}
 	evs := make([]rookery.Event, 0, len(page.Items))
 	for _, it := range page.Items {
@@ -162,18 +232,19 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int) (int, error) {
 		evs = append(evs, ev)
 	}
 	if err := o.Log.Append(ctx, evs); err != nil {
-		return 0, err
+		return "", err
 	}
+	o.pending[shard].done(evs)
 	for chunk := range slices.Chunk(evs, table.MaxTransact) {
 		ws := make([]table.Write, len(chunk))
 		for i, ev := range chunk {
 			ws[i] = table.DeleteWrite(table.Key{PK: outboxPK(shard), SK: ev.ID})
 		}
 		if err := o.Table.TransactWrite(ctx, ws); err != nil {
-			return 0, err // appended already: the next round appends them again, de-duplicated
+			return "", err // appended already: the next round appends them again, de-duplicated
 		}
 	}
-	return len(evs), nil
+	return page.Items[len(page.Items)-1].String(table.SK), nil
 }
 
 // Pending reports how many events wait in the outbox, counting at most limit per shard.

@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -52,6 +53,16 @@ type Log struct {
 	parts int
 	clock rookery.Clock
 
+	stop, stopped chan struct{} // the offset flusher's
+
+	// appendMu orders appends: offsets are reserved under it (reserved >= next), and ids being
+	// appended are in inflight. lastPublished is closed when the latest append has published.
+	appendMu      sync.Mutex
+	reserved      []uint64
+	inflight      map[string]bool
+	lastPublished chan struct{}
+	broken        error
+
 	mu      sync.Mutex
 	closed  bool
 	next    []uint64
@@ -65,6 +76,10 @@ type group struct {
 	name      string
 	committed []uint64
 	parts     []partState // one per partition, plus one for the replay queue (the last)
+	// ahead[p] holds the events of partition p from offset committed[p] on, read ahead in one scan
+	// so that a delivery costs no read of its own.
+	ahead [][]rookery.Event
+	dirty bool // committed offsets not yet written
 }
 
 // partState is a group's delivery state of one partition.
@@ -111,7 +126,62 @@ func Open(opts Options) (*Log, error) {
 		db.Close()
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
+	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
+	go l.flushLoop(opts.Logger)
 	return l, nil
+}
+
+// offsetFlushInterval is how often acked group offsets are written.
+const offsetFlushInterval = 50 * time.Millisecond
+
+func (l *Log) flushLoop(log *slog.Logger) {
+	defer close(l.stopped)
+	t := time.NewTicker(offsetFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			err := l.flushOffsetsLocked()
+			l.mu.Unlock()
+			if err != nil {
+				log.Error("event log: writing group offsets failed", "err", err)
+			}
+		}
+	}
+}
+
+// flushOffsetsLocked writes the committed offsets of every group that acked since the last flush.
+func (l *Log) flushOffsetsLocked() error {
+	if l.closed {
+		return nil
+	}
+	b := l.db.NewBatch()
+	defer b.Close()
+	var flushed []*group
+	for _, g := range l.groups {
+		if !g.dirty {
+			continue
+		}
+		for p, off := range g.committed {
+			if err := b.Set(offsetKey(g.name, p), binary.BigEndian.AppendUint64(nil, off), nil); err != nil {
+				return err
+			}
+		}
+		flushed = append(flushed, g)
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		return err
+	}
+	for _, g := range flushed {
+		g.dirty = false
+	}
+	return nil
 }
 
 // load reads the partition count (writing it for a new log) and each partition's next offset.
@@ -131,6 +201,12 @@ func (l *Log) load(parts int) error {
 	}
 	l.parts = parts
 	l.next = make([]uint64, parts)
+	defer func() {
+		l.reserved = append([]uint64(nil), l.next...)
+		l.inflight = map[string]bool{}
+		l.lastPublished = make(chan struct{})
+		close(l.lastPublished)
+	}()
 	for p := range parts {
 		iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, 0), UpperBound: eventKey(p+1, 0)})
 		if err != nil {
@@ -179,6 +255,11 @@ func checkGroup(op rookery.Op, group string) error {
 }
 
 // Append implements events.Log.
+//
+// Appends run concurrently: each reserves its offsets under appendMu (de-duplicating against the
+// log and against appends in flight), commits its batch with no lock held, so that concurrent
+// appends share fsyncs, and then publishes its offsets in reservation order, so that a reader
+// never sees an offset whose event is not yet durable.
 func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	const op rookery.Op = "embedded.Append"
 	for _, ev := range evs {
@@ -189,51 +270,84 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	if err := ctx.Err(); err != nil {
 		return rookery.E(op, rookery.Unavailable, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return rookery.E(op, rookery.Unavailable, "the event log is closed")
-	}
-	next := append([]uint64(nil), l.next...)
 	b := l.db.NewBatch()
 	defer b.Close()
 	now := l.clock.Now().UnixNano()
-	inBatch := map[string]bool{}
+
+	l.appendMu.Lock()
+	if l.broken != nil {
+		l.appendMu.Unlock()
+		return rookery.E(op, rookery.Internal, "the event log failed earlier", l.broken)
+	}
+	var ids []string
 	for _, ev := range evs {
 		dkey := append([]byte{'d'}, ev.ID...)
-		if inBatch[ev.ID] {
+		if l.inflight[ev.ID] {
 			continue
 		}
 		if _, closer, err := l.db.Get(dkey); err == nil {
 			closer.Close()
 			continue // appended before
 		} else if err != cpebble.ErrNotFound {
+			l.appendMu.Unlock()
+			l.release(ids)
 			return rookery.E(op, rookery.Internal, err)
 		}
-		inBatch[ev.ID] = true
-		p := l.partition(ev.Key)
 		val, err := json.Marshal(stored{Event: ev, AppendedAt: now})
 		if err != nil {
+			l.appendMu.Unlock()
+			l.release(ids)
 			return rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
 		}
-		ek := eventKey(p, next[p])
-		next[p]++
-		if err := b.Set(ek, val, nil); err != nil {
-			return rookery.E(op, rookery.Internal, err)
-		}
-		if err := b.Set(dkey, ek[1:], nil); err != nil {
-			return rookery.E(op, rookery.Internal, err)
-		}
+		p := l.partition(ev.Key)
+		ek := eventKey(p, l.reserved[p])
+		l.reserved[p]++
+		b.Set(ek, val, nil)
+		b.Set(dkey, ek[1:], nil)
+		l.inflight[ev.ID] = true
+		ids = append(ids, ev.ID)
 	}
-	if b.Empty() {
+	if len(ids) == 0 {
+		l.appendMu.Unlock()
 		return nil
 	}
-	if err := b.Commit(cpebble.Sync); err != nil {
+	upTo := append([]uint64(nil), l.reserved...)
+	prev, done := l.lastPublished, make(chan struct{})
+	l.lastPublished = done
+	l.appendMu.Unlock()
+
+	err := b.Commit(cpebble.Sync)
+	<-prev // publish in reservation order
+	l.mu.Lock()
+	if err == nil {
+		for p, n := range upTo {
+			l.next[p] = max(l.next[p], n)
+		}
+		l.broadcastLocked()
+	}
+	l.mu.Unlock()
+	if err != nil {
+		// The reserved offsets are now a hole that readers must never reach: refuse further
+		// appends (a failed synced commit means the disk is failing).
+		l.appendMu.Lock()
+		l.broken = err
+		l.appendMu.Unlock()
+	}
+	close(done)
+	l.release(ids)
+	if err != nil {
 		return rookery.E(op, rookery.Internal, "append failed", err)
 	}
-	l.next = next
-	l.broadcastLocked()
 	return nil
+}
+
+// release forgets that ids are being appended.
+func (l *Log) release(ids []string) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	for _, id := range ids {
+		delete(l.inflight, id)
+	}
 }
 
 // Subscribe implements events.Log.
@@ -262,7 +376,7 @@ func (l *Log) groupLocked(name string) (*group, error) {
 	if g, ok := l.groups[name]; ok {
 		return g, nil
 	}
-	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1)}
+	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts)}
 	for p := range l.parts {
 		v, closer, err := l.db.Get(offsetKey(name, p))
 		if err == cpebble.ErrNotFound {
@@ -375,16 +489,14 @@ func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 		if g.committed[p] >= l.next[p] {
 			return rookery.Event{}, nil, false, nil
 		}
-		v, closer, err := l.db.Get(eventKey(p, g.committed[p]))
-		if err != nil {
-			return rookery.Event{}, nil, false, err
+		if len(g.ahead[p]) == 0 {
+			evs, err := l.readLocked(p, g.committed[p], readAhead)
+			if err != nil {
+				return rookery.Event{}, nil, false, err
+			}
+			g.ahead[p] = evs
 		}
-		defer closer.Close()
-		var st stored
-		if err := json.Unmarshal(v, &st); err != nil {
-			return rookery.Event{}, nil, false, err
-		}
-		return st.Event, nil, true, nil
+		return g.ahead[p][0], nil, true, nil
 	}
 	prefix := groupKey('r', g.name)
 	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
@@ -400,6 +512,30 @@ func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 		return rookery.Event{}, nil, false, err
 	}
 	return ev, bytes.Clone(iter.Key()), true, nil
+}
+
+// readAhead is how many events of a partition a group reads in one scan.
+const readAhead = 256
+
+// readLocked returns up to n stored events of partition p from offset from on.
+func (l *Log) readLocked(p int, from uint64, n int) ([]rookery.Event, error) {
+	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, from), UpperBound: eventKey(p, l.next[p])})
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	var evs []rookery.Event
+	for ok := iter.First(); ok && len(evs) < n; ok = iter.Next() {
+		var st stored
+		if err := json.Unmarshal(iter.Value(), &st); err != nil {
+			return nil, err
+		}
+		evs = append(evs, st.Event)
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("event log: partition %d has no event at offset %d", p, from)
+	}
+	return evs, iter.Error()
 }
 
 func prefixEnd(p []byte) []byte {
@@ -423,11 +559,13 @@ func (d *delivery) Ack(ctx context.Context) error {
 		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
 	}
 	if d.part < l.parts {
-		next := g.committed[d.part] + 1
-		if err := l.db.Set(offsetKey(g.name, d.part), binary.BigEndian.AppendUint64(nil, next), cpebble.NoSync); err != nil {
-			return rookery.E(op, rookery.Internal, err)
+		// Committed in memory now and written by the flusher within offsetFlushInterval: a crash
+		// in between delivers these events again, which at-least-once allows.
+		g.committed[d.part]++
+		if len(g.ahead[d.part]) > 0 {
+			g.ahead[d.part] = g.ahead[d.part][1:]
 		}
-		g.committed[d.part] = next
+		g.dirty = true
 	} else if err := l.db.Delete(ps.replayKey, cpebble.Sync); err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
@@ -632,13 +770,19 @@ func (l *Log) Lag(ctx context.Context, name string) (int64, time.Time, error) {
 // Close implements events.Log.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil
 	}
+	close(l.stop)
+	l.mu.Unlock()
+	<-l.stopped
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ferr := l.flushOffsetsLocked()
 	l.closed = true
 	l.broadcastLocked()
-	if err := l.db.Close(); err != nil {
+	if err := errors.Join(ferr, l.db.Close()); err != nil {
 		return rookery.E(rookery.Op("embedded.Close"), rookery.Internal, err)
 	}
 	return nil
