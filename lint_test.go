@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"events":                  {"", "table"},
 	"events/eventstest":       {"", "events"},
 	"events/embedded":         {"", "events"},
+	"events/nats":             {"", "events"},
 	"auth":                    {""},
 	"metrics":                 {""},
 	"app":                     {"", "table", "events"},

@@ -10,6 +10,7 @@ package events
 
 import (
 	"context"
+	"hash/fnv"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -84,3 +85,11 @@ type DeadLetter struct {
 
 // DefaultAckWait is the AckWait of a zero SubscribeOptions.
 const DefaultAckWait = 30 * time.Second
+
+// Partition returns the partition of n that events with key belong to. Every backend uses it, so a
+// key's partition does not depend on the backend.
+func Partition(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
 	"sync"
@@ -115,11 +114,7 @@ func (o *Outbox) init() {
 	})
 }
 
-func (o *Outbox) shard(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(o.Shards))
-}
+func (o *Outbox) shard(key string) int { return Partition(key, o.Shards) }
 
 func outboxPK(shard int) string { return fmt.Sprintf("OUTBOX#%03d", shard) }
 

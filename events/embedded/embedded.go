@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -235,11 +234,7 @@ func offsetKey(group string, p int) []byte {
 	return append(groupKey('o', group), byte(p>>8), byte(p))
 }
 
-func (l *Log) partition(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(l.parts))
-}
+func (l *Log) partition(key string) int { return events.Partition(key, l.parts) }
 
 // broadcastLocked wakes every waiting Next.
 func (l *Log) broadcastLocked() {
