@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"auth":                    {""},
 	"metrics":                 {""},
 	"app":                     {"", "table", "events"},
-	"httpapi":                 {"", "app", "auth", "metrics"},
+	"httpapi":                 {"", "app", "auth", "metrics", "events"},
 	"cmd/rookery":             {"*"},
 }
 

@@ -8,18 +8,33 @@ import (
 	"context"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/table"
 )
 
-// App is the application: the use cases over one table.
-type App struct {
-	table table.Table
-	clock rookery.Clock
+// Deps are what the App works with.
+type Deps struct {
+	Table table.Table
+	// Events is the event log (its dead-letter queue is administered here); Outbox writes events
+	// atomically with the changes that cause them.
+	Events events.Log
+	Outbox *events.Outbox
+	Clock  rookery.Clock
+	IDs    rookery.IDSource
 }
 
-// New returns the App over t. clock tells the time of every write.
-func New(t table.Table, clock rookery.Clock) *App {
-	return &App{table: t, clock: clock}
+// App is the application: the use cases over the table and the event pipeline.
+type App struct {
+	table  table.Table
+	events events.Log
+	outbox *events.Outbox
+	clock  rookery.Clock
+	ids    rookery.IDSource
+}
+
+// New returns the App over d.
+func New(d Deps) *App {
+	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.
@@ -41,4 +56,16 @@ func actAs(ctx context.Context, op rookery.Op, id string) error {
 		return nil
 	}
 	return rookery.E(op, rookery.Forbidden, "you may act only as yourself")
+}
+
+// asServer returns nil if the caller in ctx holds a server-scope token.
+func asServer(ctx context.Context, op rookery.Op) error {
+	c, err := caller(ctx, op)
+	if err != nil {
+		return err
+	}
+	if !c.Server {
+		return rookery.E(op, rookery.Forbidden, "this needs a server-scope token")
+	}
+	return nil
 }

@@ -35,6 +35,8 @@ type Log interface {
 	// DeadLetters lists group's dead-letter queue, oldest first, up to limit entries after the
 	// entry with id after ("" from the start).
 	DeadLetters(ctx context.Context, group string, after string, limit int) ([]DeadLetter, error)
+	// DeadLetterByID returns group's dead letter of event id; an unknown id is NotFound.
+	DeadLetterByID(ctx context.Context, group, id string) (DeadLetter, error)
 	// Replay moves the dead letter with event id out of the queue and delivers its event to group
 	// again (to that group only). An unknown id is NotFound.
 	Replay(ctx context.Context, group, id string) error
@@ -44,6 +46,9 @@ type Log interface {
 	// Lag says how far group is behind: events appended but not yet acked, and the time the oldest
 	// of them was appended (zero if none).
 	Lag(ctx context.Context, group string) (events int64, oldest time.Time, err error)
+
+	// Ping reports whether the log answers (for /readyz).
+	Ping(ctx context.Context) error
 
 	// Close releases the log; subscriptions end with an Unavailable error.
 	Close() error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,9 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
@@ -31,6 +35,7 @@ type fixture struct {
 	srv   *httptest.Server
 	store table.Table
 	logs  *syncWriter
+	evlog events.Log
 }
 
 // flakyStore fails every operation with err while err is set.
@@ -71,11 +76,16 @@ func newFixture(t *testing.T) (*fixture, *flakyStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evlog, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { evlog.Close() })
 	logs := &syncWriter{}
 	var n atomic.Int64
 	m := metrics.New()
 	h := httpapi.NewServer(httpapi.Deps{
-		App:      app.New(table.Observed(store, m.ObserveStore), clock),
+		App:      app.New(app.Deps{Table: table.Observed(store, m.ObserveStore), Events: evlog, Clock: clock}),
 		Verifier: v,
 		Metrics:  m,
 		Log:      slog.New(slog.NewTextHandler(logs, nil)),
@@ -84,7 +94,7 @@ func newFixture(t *testing.T) (*fixture, *flakyStore) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs}, store
+	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog}, store
 }
 
 // syncWriter lets the server's goroutines log into one builder.
@@ -340,5 +350,58 @@ func TestOperationsRoutes(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("metrics lack %s", want)
 		}
+	}
+}
+
+func TestDeadLetterAdministration(t *testing.T) {
+	f, _ := newFixture(t)
+	ctx := context.Background()
+	for i := range 3 {
+		id := fmt.Sprintf("ev%d", i)
+		if err := f.evlog.DeadLetter(ctx, "fanout", events.DeadLetter{Event: eventstest.Event(id, "k", i), Error: "boom", Attempts: 8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app, alice := token(t, "app", true), token(t, "alice", false)
+	// Only server tokens administer the queue.
+	f.want(f.do("GET", "/v1/admin/dlq/fanout", alice, ""), 403, "forbidden")
+	f.want(f.do("POST", "/v1/admin/dlq/fanout/ev0/replay", alice, ""), 403, "forbidden")
+	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev0", alice, ""), 403, "forbidden")
+	f.want(f.do("GET", "/v1/admin/dlq/fanout", "", ""), 401, "unauthenticated")
+	r := f.do("GET", "/v1/admin/dlq/fanout?limit=2", app, "")
+	f.want(r, 200, "")
+	items := r.body["items"].([]any)
+	if len(items) != 2 || r.body["next_cursor"] != "ev1" {
+		t.Fatalf("first page = %s", r.raw)
+	}
+	r = f.do("GET", "/v1/admin/dlq/fanout?limit=2&cursor=ev1", app, "")
+	if items := r.body["items"].([]any); len(items) != 1 || r.body["next_cursor"] != nil {
+		t.Fatalf("second page = %s", r.raw)
+	}
+	r = f.do("GET", "/v1/admin/dlq/fanout/ev1", app, "")
+	f.want(r, 200, "")
+	if r.body["error"] != "boom" || r.body["attempts"] != float64(8) {
+		t.Fatalf("show = %s", r.raw)
+	}
+	f.want(f.do("POST", "/v1/admin/dlq/fanout/ev1/replay", app, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev2", app, ""), 204, "")
+	f.want(f.do("GET", "/v1/admin/dlq/fanout/ev1", app, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev2", app, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/admin/dlq/fanout?limit=500", app, ""), 400, "invalid")
+	f.want(f.do("GET", "/v1/admin/dlq/bad%20group", app, ""), 400, "invalid")
+	if r := f.do("GET", "/v1/admin/dlq/fanout", app, ""); len(r.body["items"].([]any)) != 1 {
+		t.Fatalf("after replay and drop: %s", r.raw)
+	}
+	// The replayed event is delivered to its group again.
+	s, err := f.evlog.Subscribe(ctx, "fanout", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d, err := s.Next(c)
+	if err != nil || d.Event().ID != "ev1" {
+		t.Fatalf("replayed delivery: %v, %v", d, err)
 	}
 }

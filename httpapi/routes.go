@@ -21,6 +21,12 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}", s.authed(s.getUser))
 	s.mux.Handle("GET /v1/usernames/{username}", s.authed(s.getUserByUsername))
 
+	// Operations of the event pipeline, server-scope tokens only.
+	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
+	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))
+	s.mux.Handle("POST /v1/admin/dlq/{group}/{id}/replay", s.authed(s.replayDeadLetter))
+	s.mux.Handle("DELETE /v1/admin/dlq/{group}/{id}", s.authed(s.dropDeadLetter))
+
 	// Anything else is a problem+json 404 (or 405 for a known path with another method).
 	s.mux.HandleFunc("/", s.notFound)
 }

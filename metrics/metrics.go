@@ -23,6 +23,11 @@ type Metrics struct {
 	StoreOps     *prometheus.HistogramVec // op
 	StoreErrors  *prometheus.CounterVec   // op, kind
 	Capacity     *prometheus.CounterVec   // op, kind (read|write)
+
+	ConsumerEvents     *prometheus.CounterVec   // group, outcome
+	ConsumerLatency    *prometheus.HistogramVec // group
+	ConsumerLag        *prometheus.GaugeVec     // group
+	ConsumerLagSeconds *prometheus.GaugeVec     // group
 }
 
 // New returns Metrics registered on a fresh registry, with Go runtime and process collectors.
@@ -52,7 +57,25 @@ func New() *Metrics {
 			Help: "DynamoDB capacity units consumed, by operation and kind (read or write).",
 		}, []string{"op", "kind"}),
 	}
+	m.ConsumerEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rookery_consumer_events_total",
+		Help: "Events handled by consumer group and outcome (processed, retried, dead_lettered, breaker_open).",
+	}, []string{"group", "outcome"})
+	m.ConsumerLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "rookery_consumer_handler_duration_seconds",
+		Help:    "Consumer handler latency by group.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
+	}, []string{"group"})
+	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rookery_consumer_lag_events",
+		Help: "Events appended but not yet handled, by consumer group.",
+	}, []string{"group"})
+	m.ConsumerLagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rookery_consumer_lag_seconds",
+		Help: "Age of the oldest event not yet handled, by consumer group.",
+	}, []string{"group"})
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
+		m.ConsumerEvents, m.ConsumerLatency, m.ConsumerLag, m.ConsumerLagSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -78,4 +101,22 @@ func (m *Metrics) ObserveCapacity(op string, read, write float64) {
 	if write > 0 {
 		m.Capacity.WithLabelValues(op, "write").Add(write)
 	}
+}
+
+// ObserveConsumer records one delivery's outcome (events.Stats, adapted in cmd).
+func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
+	m.ConsumerEvents.WithLabelValues(group, outcome).Inc()
+	if outcome != "breaker_open" {
+		m.ConsumerLatency.WithLabelValues(group).Observe(took.Seconds())
+	}
+}
+
+// SetLag records how far group is behind.
+func (m *Metrics) SetLag(group string, events int64, oldest time.Time, now time.Time) {
+	m.ConsumerLag.WithLabelValues(group).Set(float64(events))
+	age := 0.0
+	if !oldest.IsZero() {
+		age = now.Sub(oldest).Seconds()
+	}
+	m.ConsumerLagSeconds.WithLabelValues(group).Set(age)
 }

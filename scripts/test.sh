@@ -18,6 +18,13 @@ if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
 	echo "   $endpoint (pid $pid)"
 fi
 
+# The event log tests use NATS JetStream (ROOKERY_TEST_NATS_URL, default nats://127.0.0.1:4222);
+# .ci/run starts it when it is not running. Say so early rather than through a test failure.
+if [ -z "${ROOKERY_TEST_NATS_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+	echo "test.sh: NATS is not answering on 127.0.0.1:4222 (start it: see README, Test it)" >&2
+	exit 1
+fi
+
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 echo "== go test -race ${args[*]}"

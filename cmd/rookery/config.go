@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -42,15 +42,13 @@ type config struct {
 // minSecret is the shortest HS256 secret accepted: 32 bytes, the hash's size.
 const minSecret = 32
 
-func (c *config) addStoreFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (c *config) addStoreFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded store and generated secrets")
 	f.StringVar(&c.store, "store", "pebble", "durable store: pebble (embedded) or dynamo")
-	c.addDynamoFlags(cmd)
+	c.addDynamoFlags(f)
 }
 
-func (c *config) addDynamoFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (c *config) addDynamoFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.dynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL (empty: AWS's, by region)")
 	f.StringVar(&c.dynamoTable, "dynamo-table", "rookery", "DynamoDB table name")
 	f.StringVar(&c.dynamoRegion, "dynamo-region", "", "AWS region (empty: from the AWS configuration, else us-east-1)")
@@ -58,8 +56,7 @@ func (c *config) addDynamoFlags(cmd *cobra.Command) {
 	f.StringVar(&c.awsSecretAccessKey, "aws-secret-access-key", "", "AWS secret access key (empty: the AWS default credential chain)")
 }
 
-func (c *config) addAuthFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (c *config) addAuthFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.authSecret, "auth-secret", "", "HS256 token secret, at least 32 bytes (embedded: generated into the data dir if empty)")
 	f.StringVar(&c.authKeys, "auth-public-keys", "", "PEM file of Ed25519 and RSA public keys that verify EdDSA and RS256 tokens")
 	f.StringVar(&c.cursorSecret, "cursor-secret", "", "key that signs list cursors (empty: derived from the auth secret)")

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/eventstest"
+	natslog "github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 )
@@ -278,5 +281,57 @@ func TestBinaryStopsOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "msg=stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
+	}
+}
+
+// TestDLQCommandThroughTheServer runs `rookery dlq` against a server on NATS JetStream: dead letters
+// written into the deployment's streams are listed, shown, replayed and dropped through the server.
+func TestDLQCommandThroughTheServer(t *testing.T) {
+	ctx := context.Background()
+	natsURL := os.Getenv("ROOKERY_TEST_NATS_URL")
+	if natsURL == "" {
+		natsURL = "nats://127.0.0.1:4222"
+	}
+	prefix := fmt.Sprintf("rookerye2e_%d", time.Now().UnixNano())
+	l, err := natslog.Open(ctx, natslog.Options{URL: natsURL, Prefix: prefix, Partitions: 2})
+	if err != nil {
+		t.Fatalf("NATS at %s: %v", natsURL, err)
+	}
+	defer func() { l.Destroy(ctx); l.Close() }()
+	for _, id := range []string{"01A", "01B"} {
+		if err := l.DeadLetter(ctx, "fanout", events.DeadLetter{Event: eventstest.Event(id, "k", 1), Error: "timeline store down", Attempts: 8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]string{"ROOKERY_AUTH_SECRET": strings.Repeat("n", 32), "ROOKERY_EVENTS": "nats",
+		"ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2"}
+	srv := start(t, vars, "--data-dir", t.TempDir())
+	vars["ROOKERY_SERVER"] = srv.url
+	out := command(t, vars, "dlq", "list", "--group", "fanout")
+	if !strings.Contains(out, "01A") || !strings.Contains(out, "01B") || !strings.Contains(out, "timeline store down") {
+		t.Fatalf("dlq list:\n%s", out)
+	}
+	if out := command(t, vars, "dlq", "show", "--group", "fanout", "01A"); !strings.Contains(out, `"attempts": 8`) {
+		t.Fatalf("dlq show:\n%s", out)
+	}
+	command(t, vars, "dlq", "replay", "--group", "fanout", "01A")
+	command(t, vars, "dlq", "drop", "--group", "fanout", "01B")
+	if out := command(t, vars, "dlq", "list", "--group", "fanout"); strings.Contains(out, "01A") || strings.Contains(out, "01B") {
+		t.Fatalf("after replay and drop:\n%s", out)
+	}
+	err = run(ctx, []string{"dlq", "show", "--group", "fanout", "01B"}, env(vars), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("show of a dropped dead letter: %v", err)
+	}
+	// The replayed event is waiting for the group.
+	s, err := l.Subscribe(ctx, "fanout", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if d, err := s.Next(c); err != nil || d.Event().ID != "01A" {
+		t.Fatalf("replayed event: %v, %v", d, err)
 	}
 }

@@ -31,6 +31,6 @@ func migrateCmd(cfg *config, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the table and its indexes to become active")
-	cfg.addDynamoFlags(cmd)
+	cfg.addDynamoFlags(cmd.Flags())
 	return cmd
 }

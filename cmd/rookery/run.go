@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		serveCmd(&cfg, stdout, stderr),
 		tokenCmd(&cfg, stdout),
 		migrateCmd(&cfg, stdout),
+		dlqCmd(&cfg, stdout),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

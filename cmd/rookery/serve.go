@@ -15,11 +15,13 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
 )
 
 type serveConfig struct {
+	events          eventsConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -43,8 +45,9 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
-	cfg.addStoreFlags(cmd)
-	cfg.addAuthFlags(cmd)
+	sc.events.addFlags(cmd)
+	cfg.addStoreFlags(cmd.Flags())
+	cfg.addAuthFlags(cmd.Flags())
 	return cmd
 }
 
@@ -91,16 +94,37 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 
+	evlog, err := sc.events.open(ctx, cfg.dataDir, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := evlog.Close(); err != nil {
+			log.Error("closing the event log", "err", err)
+		}
+	}()
+	newID := func() string { return ulid.Make().String() }
+	outbox := &events.Outbox{Table: store, Log: evlog, Logger: log}
+
 	deps := httpapi.Deps{
 		Verifier: verifier,
 		Metrics:  m,
 		Log:      log,
-		NewID:    func() string { return ulid.Make().String() },
-		Ready:    map[string]func(context.Context) error{"store": store.Ping},
+		NewID:    newID,
+		Ready:    map[string]func(context.Context) error{"store": store.Ping, "events": evlog.Ping},
 	}
 	if sc.role != "worker" {
-		deps.App = app.New(store, clock)
+		deps.App = app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID})
 	}
+	pipelineDone := make(chan struct{})
+	pctx, stopPipeline := context.WithCancel(context.Background())
+	if sc.role != "api" {
+		// The relay, and the consumers that later issues add here (fan-out, counters, ...).
+		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, nil, m, log) }()
+	} else {
+		close(pipelineDone)
+	}
+	defer func() { stopPipeline(); <-pipelineDone }()
 	srv := &http.Server{
 		Handler:           httpapi.NewServer(deps),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -114,7 +138,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		return err
 	}
 	// Scripts and tests read this line to learn the address (with --addr 127.0.0.1:0, the port).
-	fmt.Fprintf(stdout, "rookery %s listening on http://%s (store %s, role %s)\n", version, ln.Addr(), cfg.store, sc.role)
+	fmt.Fprintf(stdout, "rookery %s listening on http://%s (store %s, events %s, role %s)\n", version, ln.Addr(), cfg.store, sc.events.backend, sc.role)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

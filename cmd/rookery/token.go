@@ -49,7 +49,7 @@ func tokenCmd(cfg *config, stdout io.Writer) *cobra.Command {
 	f.StringVar(&sub, "sub", "", "the user id the token authenticates (the app's name, with --server)")
 	f.BoolVar(&server, "server", false, "a server-scope token, which may act for any user")
 	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
-	cfg.addStoreFlags(cmd)
-	cfg.addAuthFlags(cmd)
+	cfg.addStoreFlags(cmd.Flags())
+	cfg.addAuthFlags(cmd.Flags())
 	return cmd
 }

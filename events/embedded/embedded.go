@@ -673,6 +673,32 @@ func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) (
 	return out, nil
 }
 
+// DeadLetterByID implements events.Log.
+func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.DeadLetter, error) {
+	const op rookery.Op = "embedded.DeadLetterByID"
+	if err := checkGroup(op, group); err != nil {
+		return events.DeadLetter{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return events.DeadLetter{}, rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	v, closer, err := l.db.Get(append(groupKey('q', group), id...))
+	if err == cpebble.ErrNotFound {
+		return events.DeadLetter{}, rookery.E(op, rookery.NotFound, "no such dead letter")
+	}
+	if err != nil {
+		return events.DeadLetter{}, rookery.E(op, rookery.Internal, err)
+	}
+	defer closer.Close()
+	var d events.DeadLetter
+	if err := json.Unmarshal(v, &d); err != nil {
+		return events.DeadLetter{}, rookery.E(op, rookery.Internal, err)
+	}
+	return d, nil
+}
+
 // Replay implements events.Log.
 func (l *Log) Replay(ctx context.Context, group, id string) error {
 	const op rookery.Op = "embedded.Replay"
@@ -760,6 +786,16 @@ func (l *Log) Lag(ctx context.Context, name string) (int64, time.Time, error) {
 		}
 	}
 	return n, oldest, nil
+}
+
+// Ping implements events.Log.
+func (l *Log) Ping(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return rookery.E(rookery.Op("embedded.Ping"), rookery.Unavailable, "the event log is closed")
+	}
+	return nil
 }
 
 // Close implements events.Log.

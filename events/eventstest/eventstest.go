@@ -306,6 +306,12 @@ func testDeadLetters(t *testing.T, l events.Log) {
 	if other, _ := l.DeadLetters(ctx, "healthy", "", 10); len(other) != 0 {
 		t.Fatalf("another group's queue holds %v", other)
 	}
+	if d, err := l.DeadLetterByID(ctx, "broken", "q2"); err != nil || d.Error != "boom q2" || d.Event.ID != "q2" {
+		t.Fatalf("DeadLetterByID = %+v, %v", d, err)
+	}
+	if _, err := l.DeadLetterByID(ctx, "healthy", "q2"); !rookery.IsKind(err, rookery.NotFound) {
+		t.Fatalf("DeadLetterByID in another group = %v", err)
+	}
 	if err := l.Replay(ctx, "broken", "q2"); err != nil {
 		t.Fatal(err)
 	}

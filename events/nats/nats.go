@@ -442,26 +442,40 @@ func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) (
 	return out, nil
 }
 
-// Replay implements events.Log.
-func (l *Log) Replay(ctx context.Context, group, id string) error {
-	const op rookery.Op = "nats.Replay"
+// DeadLetterByID implements events.Log.
+func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.DeadLetter, error) {
+	d, _, err := l.deadLetter(ctx, "nats.DeadLetterByID", group, id)
+	return d, err
+}
+
+func (l *Log) deadLetter(ctx context.Context, op rookery.Op, group, id string) (events.DeadLetter, uint64, error) {
 	if err := checkGroup(op, group); err != nil {
-		return err
+		return events.DeadLetter{}, 0, err
 	}
 	e, err := l.dlq.Get(ctx, dlqKey(group, id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return rookery.E(op, rookery.NotFound, "no such dead letter")
+		return events.DeadLetter{}, 0, rookery.E(op, rookery.NotFound, "no such dead letter")
 	}
 	if err != nil {
-		return translate(op, err)
+		return events.DeadLetter{}, 0, translate(op, err)
 	}
 	var d events.DeadLetter
 	if err := json.Unmarshal(e.Value(), &d); err != nil {
-		return rookery.E(op, rookery.Internal, err)
+		return events.DeadLetter{}, 0, rookery.E(op, rookery.Internal, err)
+	}
+	return d, e.Revision(), nil
+}
+
+// Replay implements events.Log.
+func (l *Log) Replay(ctx context.Context, group, id string) error {
+	const op rookery.Op = "nats.Replay"
+	d, rev, err := l.deadLetter(ctx, op, group, id)
+	if err != nil {
+		return err
 	}
 	data, _ := json.Marshal(d.Event)
 	// A message id of its own: a replay must not be taken for a duplicate of the original.
-	msgID := fmt.Sprintf("replay-%s-%s-%d", group, id, e.Revision())
+	msgID := fmt.Sprintf("replay-%s-%s-%d", group, id, rev)
 	if _, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.replaySubject(group), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
 		return translate(op, err)
 	}
@@ -471,13 +485,8 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 // Drop implements events.Log.
 func (l *Log) Drop(ctx context.Context, group, id string) error {
 	const op rookery.Op = "nats.Drop"
-	if err := checkGroup(op, group); err != nil {
+	if _, _, err := l.deadLetter(ctx, op, group, id); err != nil {
 		return err
-	}
-	if _, err := l.dlq.Get(ctx, dlqKey(group, id)); errors.Is(err, jetstream.ErrKeyNotFound) {
-		return rookery.E(op, rookery.NotFound, "no such dead letter")
-	} else if err != nil {
-		return translate(op, err)
 	}
 	return translate(op, l.dlq.Purge(ctx, dlqKey(group, id)))
 }
@@ -513,6 +522,12 @@ func (l *Log) Lag(ctx context.Context, group string) (int64, time.Time, error) {
 		}
 	}
 	return n, oldest, nil
+}
+
+// Ping implements events.Log: the stream must answer.
+func (l *Log) Ping(ctx context.Context) error {
+	_, err := l.stream.Info(ctx)
+	return translate("nats.Ping", err)
 }
 
 // Close implements events.Log.

@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+)
+
+// The dead-letter queue's administration: server-scope tokens only.
+
+func (a *App) checkDLQ(ctx context.Context, op rookery.Op, group string) error {
+	if err := asServer(ctx, op); err != nil {
+		return err
+	}
+	if !rookery.ValidUserID(group) {
+		return rookery.FieldErrors{{Name: "group", Reason: "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}}.Err(op)
+	}
+	if a.events == nil {
+		return rookery.E(op, rookery.Unavailable, "this process has no event log")
+	}
+	return nil
+}
+
+// DeadLetters lists group's dead letters, oldest first: up to limit (1..100) after the event id
+// after; next is the id to pass as after for the next page, or "" on the last.
+func (a *App) DeadLetters(ctx context.Context, group, after string, limit int) (list []events.DeadLetter, next string, err error) {
+	const op rookery.Op = "app.DeadLetters"
+	if err := a.checkDLQ(ctx, op, group); err != nil {
+		return nil, "", err
+	}
+	if limit < 1 || limit > 100 {
+		return nil, "", rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	}
+	list, err = a.events.DeadLetters(ctx, group, after, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(list) > limit {
+		list = list[:limit]
+		next = list[limit-1].Event.ID
+	}
+	return list, next, nil
+}
+
+// DeadLetter returns group's dead letter of event id (NotFound if there is none).
+func (a *App) DeadLetter(ctx context.Context, group, id string) (events.DeadLetter, error) {
+	const op rookery.Op = "app.DeadLetter"
+	if err := a.checkDLQ(ctx, op, group); err != nil {
+		return events.DeadLetter{}, err
+	}
+	return a.events.DeadLetterByID(ctx, group, id)
+}
+
+// ReplayDeadLetter delivers the dead event id to group again and removes it from the queue.
+func (a *App) ReplayDeadLetter(ctx context.Context, group, id string) error {
+	const op rookery.Op = "app.ReplayDeadLetter"
+	if err := a.checkDLQ(ctx, op, group); err != nil {
+		return err
+	}
+	return a.events.Replay(ctx, group, id)
+}
+
+// DropDeadLetter removes the dead event id from group's queue without delivering it.
+func (a *App) DropDeadLetter(ctx context.Context, group, id string) error {
+	const op rookery.Op = "app.DropDeadLetter"
+	if err := a.checkDLQ(ctx, op, group); err != nil {
+		return err
+	}
+	return a.events.Drop(ctx, group, id)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/nats"
+	"github.com/rookery/rookery/metrics"
+)
+
+type eventsConfig struct {
+	backend    string
+	natsURL    string
+	natsPrefix string
+	partitions int
+}
+
+func (e *eventsConfig) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&e.backend, "events", "embedded", "event log: embedded (in the data dir) or nats (JetStream)")
+	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
+	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
+	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
+}
+
+// open opens the configured event log.
+func (e *eventsConfig) open(ctx context.Context, dataDir string, log *slog.Logger) (events.Log, error) {
+	switch e.backend {
+	case "embedded":
+		return embedded.Open(embedded.Options{Dir: filepath.Join(dataDir, "events"), Partitions: e.partitions, Logger: log})
+	case "nats":
+		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions})
+	}
+	return nil, fmt.Errorf("--events must be embedded or nats, not %q", e.backend)
+}
+
+// runPipeline runs the outbox relay and every consumer until ctx ends, reporting outcomes and
+// each group's lag (every 5 s) to m.
+func runPipeline(ctx context.Context, ob *events.Outbox, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); ob.Run(ctx) }()
+	runner := &events.Runner{
+		Log: l, Logger: log,
+		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },
+	}
+	for _, c := range consumers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := runner.Run(ctx, c); err != nil {
+				log.Error("consumer stopped", "consumer", c.Group, "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(5 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if n, oldest, err := l.Lag(ctx, c.Group); err == nil {
+						m.SetLag(c.Group, n, oldest, rookery.SystemClock.Now())
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+)
+
+type deadLetterPage struct {
+	Items      []events.DeadLetter `json:"items"`
+	NextCursor *string             `json:"next_cursor"`
+}
+
+func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.problem(w, r, rookery.FieldErrors{{Name: "limit", Reason: "must be a whole number"}}.Err("httpapi.listDeadLetters"))
+			return
+		}
+		limit = n
+	}
+	list, next, err := s.App.DeadLetters(r.Context(), r.PathValue("group"), r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	page := deadLetterPage{Items: list}
+	if page.Items == nil {
+		page.Items = []events.DeadLetter{}
+	}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	encode(w, http.StatusOK, page)
+}
+
+func (s *server) getDeadLetter(w http.ResponseWriter, r *http.Request) {
+	d, err := s.App.DeadLetter(r.Context(), r.PathValue("group"), r.PathValue("id"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, d)
+}
+
+func (s *server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.ReplayDeadLetter(r.Context(), r.PathValue("group"), r.PathValue("id")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) dropDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.DropDeadLetter(r.Context(), r.PathValue("group"), r.PathValue("id")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
