@@ -29,6 +29,7 @@ import (
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
@@ -109,7 +110,14 @@ func Open(opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	po := &cpebble.Options{Logger: engineLogger{opts.Logger}}
+	cache := cpebble.NewCache(64 << 20)
+	defer cache.Unref()
+	po := &cpebble.Options{Logger: engineLogger{opts.Logger}, Cache: cache}
+	// Every append looks its event ids up to de-duplicate them, and almost all are absent: bloom
+	// filters answer those lookups without reading the sstables' index blocks.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	dir := opts.Dir
 	if opts.InMemory {
 		po.FS, dir = vfs.NewMem(), ""
