@@ -1,7 +1,9 @@
 package app
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rookery/rookery/table"
 )
@@ -10,23 +12,36 @@ import (
 // access pattern. This file is the only place that spells a key. Separators: '#' joins key parts;
 // ids that reach a key are validated first, so none contains a '#'.
 //
-//	entity          PK                  SK       attributes (besides the keys)
-//	User            USER#<id>           META     id, username, display_name, bio, timezone,
-//	                                             created_at, version, *_count
-//	Username claim  USERNAME#<lower>    META     user_id  (unique usernames: conditional put)
+//	entity          PK                     SK          attributes (besides the keys)
+//	User            USER#<id>              META        id, username, display_name, bio, timezone,
+//	                                                   created_at, version, *_count
+//	Username claim  USERNAME#<lower>       META        user_id  (unique usernames: conditional put)
+//	Follow edge     FOLLOW#<follower>      <followee>  follower_id, followee_id, followed_at;
+//	                                                   GSI1 FOLLOWING#<follower> / <ts>#<followee>
+//	                                                   GSI3 FOLLOWEE#<followee> / <ts>#FOLLOWER#<follower>
+//	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
+//	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //
 //	access pattern                      served by
 //	FEED-001 get user by id             Get(USER#<id>, META)
 //	get user by username                Get(USERNAME#<lower>, META) -> Get(USER#<id>, META)
 //	username is taken?                  the conditional put of the claim (NotExists), never a read
+//	AP6 does A follow B                 Get(FOLLOW#<a>, <b>)
+//	AP4 whom A follows, newest first    Query GSI1 FOLLOWING#<a>, descending
+//	AP5/FEED-008 A's followers, newest  Query GSI3 FOLLOWEE#<a>, descending (also the fan-out source)
+//	was event E applied by consumer C   the conditional put of APPLIED#<C>#<E> (NotExists)
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
 // entities that fill GSI1..GSI4 are added with the social core and timelines (issues 4 and 5):
 //
-//	GSI1  GSI1PK/GSI1SK  posts by author  USER#<author> / <ts>#POST#<id>   (FEED-002, AP2)
-//	GSI2  GSI2PK/GSI2SK  posts by tag     TAG#<tag>     / <ts>#POST#<id>   (FEED-007)
-//	GSI3  GSI3PK/GSI3SK  followers        FOLLOWEE#<id> / <ts>#FOLLOWER#<id> (FEED-008, AP5)
-//	GSI4  GSI4PK/GSI4SK  timelines by post POST#<id>    / FEED#<user>      (seed 004 delete-by-post)
+//	GSI1  GSI1PK/GSI1SK  following          FOLLOWING#<id> / <ts>#<followee>    (AP4)
+//	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
+//	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
+//	GSI3  GSI3PK/GSI3SK  followers          FOLLOWEE#<id>  / <ts>#FOLLOWER#<id> (FEED-008, AP5)
+//	GSI4  GSI4PK/GSI4SK  timelines by post  POST#<id>      / FEED#<user>        (seed 004 delete-by-post)
+//
+// <ts> is the time in Unix milliseconds, 13 digits, so that byte order is time order. Index queries
+// are eventually consistent on DynamoDB (docs/table.md): exact answers (AP6) come from Gets.
 var Schema = table.Schema{Indexes: []table.Index{
 	{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK"},
 	{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK"},
@@ -41,3 +56,28 @@ func userKey(id string) table.Key { return table.Key{PK: "USER#" + id, SK: skMet
 func usernameKey(username string) table.Key {
 	return table.Key{PK: "USERNAME#" + strings.ToLower(username), SK: skMeta}
 }
+
+func followKey(follower, followee string) table.Key {
+	return table.Key{PK: "FOLLOW#" + follower, SK: followee}
+}
+
+// followItem is the edge follower -> followee with its two index entries.
+func followItem(follower, followee string, at time.Time) table.Item {
+	k, ts := followKey(follower, followee), tsKey(at)
+	return table.Item{
+		table.PK: k.PK, table.SK: k.SK,
+		"follower_id": follower, "followee_id": followee, "followed_at": at.UnixMilli(),
+		"GSI1PK": "FOLLOWING#" + follower, "GSI1SK": ts + "#" + followee,
+		"GSI3PK": "FOLLOWEE#" + followee, "GSI3SK": ts + "#FOLLOWER#" + follower,
+	}
+}
+
+func followingPK(user string) string { return "FOLLOWING#" + user }
+func followersPK(user string) string { return "FOLLOWEE#" + user }
+
+// appliedKey records that consumer group applied event id.
+func appliedKey(group, id string) table.Key {
+	return table.Key{PK: "APPLIED#" + group + "#" + id, SK: "-"}
+}
+
+func tsKey(t time.Time) string { return fmt.Sprintf("%013d", t.UnixMilli()) }

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
-	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
 )
 
@@ -14,16 +12,12 @@ type deadLetterPage struct {
 }
 
 func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
-	limit := 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			s.problem(w, r, rookery.FieldErrors{{Name: "limit", Reason: "must be a whole number"}}.Err("httpapi.listDeadLetters"))
-			return
-		}
-		limit = n
+	limit, cursor, err := listParams(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
 	}
-	list, next, err := s.App.DeadLetters(r.Context(), r.PathValue("group"), r.URL.Query().Get("cursor"), limit)
+	list, next, err := s.App.DeadLetters(r.Context(), r.PathValue("group"), cursor, limit)
 	if err != nil {
 		s.problem(w, r, err)
 		return

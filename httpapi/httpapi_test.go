@@ -84,8 +84,24 @@ func newFixture(t *testing.T) (*fixture, *flakyStore) {
 	logs := &syncWriter{}
 	var n atomic.Int64
 	m := metrics.New()
+	var ids atomic.Int64
+	observed := table.Observed(store, m.ObserveStore)
+	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
+	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
+		IDs: func() string { return fmt.Sprintf("%020d", ids.Add(1)) }})
+	// The pipeline runs as in production: the relay and the application's consumers.
+	pctx, stop := context.WithCancel(context.Background())
+	var pipeline sync.WaitGroup
+	pipeline.Add(1)
+	go func() { defer pipeline.Done(); outbox.Run(pctx) }()
+	for _, c := range application.Consumers() {
+		c.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+		pipeline.Add(1)
+		go func() { defer pipeline.Done(); (&events.Runner{Log: evlog}).Run(pctx, c) }()
+	}
+	t.Cleanup(func() { stop(); pipeline.Wait() })
 	h := httpapi.NewServer(httpapi.Deps{
-		App:      app.New(app.Deps{Table: table.Observed(store, m.ObserveStore), Events: evlog, Clock: clock}),
+		App:      application,
 		Verifier: v,
 		Metrics:  m,
 		Log:      slog.New(slog.NewTextHandler(logs, nil)),

@@ -21,6 +21,12 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}", s.authed(s.getUser))
 	s.mux.Handle("GET /v1/usernames/{username}", s.authed(s.getUserByUsername))
 
+	s.mux.Handle("PUT /v1/users/{id}/following/{target}", s.authed(s.follow))
+	s.mux.Handle("DELETE /v1/users/{id}/following/{target}", s.authed(s.unfollow))
+	s.mux.Handle("GET /v1/users/{id}/following/{target}", s.authed(s.followStatus))
+	s.mux.Handle("GET /v1/users/{id}/following", s.authed(s.listFollowing))
+	s.mux.Handle("GET /v1/users/{id}/followers", s.authed(s.listFollowers))
+
 	// Operations of the event pipeline, server-scope tokens only.
 	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
 	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))

@@ -119,6 +119,25 @@ func TestEmbeddedServeTokenAndRestart(t *testing.T) {
 	if st, _ := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
 		t.Fatalf("readyz = %d", st)
 	}
+	// The pipeline runs in serve: a follow reaches the counters consumer.
+	server := strings.TrimSpace(command(t, nil, "token", "--sub", "app", "--server", "--data-dir", dir))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/bob", server, `{"username":"bob"}`); st != 201 {
+		t.Fatalf("PUT bob = %d %v", st, body)
+	}
+	if st, body := call(t, "PUT", srv.url+"/v1/users/alice/following/bob", tok, ""); st != 200 {
+		t.Fatalf("follow = %d %v", st, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := call(t, "GET", srv.url+"/v1/users/bob", tok, "")
+		if body["follower_count"] == float64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's follower_count never became 1: %v", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestFlagsFromEnvironment(t *testing.T) {

@@ -113,14 +113,15 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		NewID:    newID,
 		Ready:    map[string]func(context.Context) error{"store": store.Ping, "events": evlog.Ping},
 	}
+	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID})
 	if sc.role != "worker" {
-		deps.App = app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID})
+		deps.App = application
 	}
 	pipelineDone := make(chan struct{})
 	pctx, stopPipeline := context.WithCancel(context.Background())
 	if sc.role != "api" {
-		// The relay, and the consumers that later issues add here (fan-out, counters, ...).
-		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, nil, m, log) }()
+		// The relay and the application's consumers (counters, and later fan-out, notifications ...).
+		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, application.Consumers(), m, log) }()
 	} else {
 		close(pipelineDone)
 	}

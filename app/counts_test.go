@@ -1,0 +1,156 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/dynamo/dynamotest"
+	"github.com/rookery/rookery/table/pebble"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+var backends = map[string]func(t *testing.T) table.Table{
+	"pebble": func(t *testing.T) table.Table {
+		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	},
+	"dynamodb": func(t *testing.T) table.Table {
+		client := dynamotest.Client(t)
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	},
+}
+
+// TestCountsAreExactUnderConcurrencyAndRedelivery hammers follows and unfollows from many
+// goroutines while the counters consumer runs over a log that delivers every event twice; once the
+// pipeline has drained, every user's follower_count and following_count equals the true number of
+// edges.
+func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			tab := open(t)
+			raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Close() })
+			log := eventstest.Twice(raw)
+			var seq atomic.Int64
+			outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
+			a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock,
+				IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+
+			const users = 8
+			for i := range users {
+				if _, _, err := a.PutUser(server, fmt.Sprintf("u%d", i), app.UserInput{Username: fmt.Sprintf("user%d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pctx, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); outbox.Run(pctx) }()
+			for _, c := range a.Consumers() {
+				c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
+				wg.Add(1)
+				go func() { defer wg.Done(); (&events.Runner{Log: log}).Run(pctx, c) }()
+			}
+			defer func() { stop(); wg.Wait() }()
+
+			ops := 400
+			if name == "dynamodb" {
+				ops = 150 // DynamoDB Local is slow; the races are the same
+			}
+			var hammer sync.WaitGroup
+			for w := range 6 {
+				hammer.Add(1)
+				go func() {
+					defer hammer.Done()
+					r := rand.New(rand.NewPCG(uint64(w), 7))
+					for range ops / 6 {
+						from, to := r.IntN(users), r.IntN(users-1)
+						if to >= from {
+							to++
+						}
+						id, target := fmt.Sprintf("u%d", from), fmt.Sprintf("u%d", to)
+						var err error
+						if r.IntN(3) < 2 {
+							_, err = a.Follow(server, id, target)
+						} else {
+							err = a.Unfollow(server, id, target)
+						}
+						if err != nil && !rookery.IsKind(err, rookery.Unavailable) {
+							t.Errorf("%s -> %s: %v", id, target, err)
+						}
+					}
+				}()
+			}
+			hammer.Wait()
+
+			// Drain: the outbox is empty and the counters group has handled everything.
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				n, _ := outbox.Pending(ctx, 1)
+				lag, _, _ := raw.Lag(ctx, app.CountersGroup)
+				if n == 0 && lag == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("pipeline did not drain: outbox %d, lag %d", n, lag)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			followers, following := make([]int64, users), make([]int64, users)
+			edges := 0
+			for i := range users {
+				for j := range users {
+					if i == j {
+						continue
+					}
+					if _, err := a.FollowedAt(server, fmt.Sprintf("u%d", i), fmt.Sprintf("u%d", j)); err == nil {
+						following[i]++
+						followers[j]++
+						edges++
+					} else if !rookery.IsKind(err, rookery.NotFound) {
+						t.Fatal(err)
+					}
+				}
+			}
+			for i := range users {
+				u, err := a.User(server, fmt.Sprintf("u%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.FollowerCount != followers[i] || u.FollowingCount != following[i] {
+					t.Errorf("u%d: follower_count %d (true %d), following_count %d (true %d)", i, u.FollowerCount, followers[i], u.FollowingCount, following[i])
+				}
+			}
+			if dl, _ := raw.DeadLetters(ctx, app.CountersGroup, "", 10); len(dl) != 0 {
+				t.Fatalf("dead letters: %+v", dl)
+			}
+			t.Logf("%d edges after %d concurrent operations, every event delivered twice: all counts exact", edges, ops)
+		})
+	}
+}
