@@ -43,3 +43,38 @@ func (fe FieldErrors) Err(op Op) error {
 	}
 	return E(op, Invalid, "invalid request fields: "+fe.Error(), fe)
 }
+
+// Author is the part of a user shown with what they wrote.
+type Author struct {
+	ID          string `json:"id"`
+	Username    string `json:"username"`
+	DisplayName string `json:"display_name"`
+}
+
+// Media is a reference to a media object the app stores elsewhere.
+type Media struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// Visibility says who may see a post.
+const (
+	Public    = "public"    // everyone
+	Followers = "followers" // the author and the author's followers
+)
+
+// Post is a post as the API shows it.
+type Post struct {
+	ID           string   `json:"id"`
+	Author       Author   `json:"author"`
+	Text         string   `json:"text"`
+	Tags         []string `json:"tags"`
+	Mentions     []string `json:"mentions"`
+	Media        []Media  `json:"media"`
+	Visibility   string   `json:"visibility"`
+	CreatedAt    Time     `json:"created_at"`
+	EditedAt     Time     `json:"edited_at"`
+	LikeCount    int64    `json:"like_count"`
+	CommentCount int64    `json:"comment_count"`
+	LikedByMe    bool     `json:"liked_by_me"`
+}

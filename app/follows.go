@@ -75,24 +75,31 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	if users[0] == nil || users[1] == nil {
 		return rookery.Time{}, rookery.E(op, rookery.NotFound, "user not found")
 	}
-	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(FollowCreated, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
-	if err != nil {
-		return rookery.Time{}, rookery.E(op, rookery.Internal, err)
-	}
-	err = a.writeWithEvent(ctx, []table.Write{table.PutWrite(followItem(id, target, now), table.NotExists(table.PK))}, ev)
-	var ce *table.ConditionError
-	switch {
-	case err == nil:
-		return rookery.Time{Time: now}, nil
-	case errors.As(err, &ce) && ce.Index == 0:
+	// A few attempts: between a follow that finds the edge already there and the read of when it
+	// was made, a concurrent unfollow may remove it; then the follow is made again.
+	for attempt := 0; attempt < 5; attempt++ {
+		now := a.clock.Now().UTC().Truncate(time.Millisecond)
+		ev, err := a.event(FollowCreated, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
+		if err != nil {
+			return rookery.Time{}, rookery.E(op, rookery.Internal, err)
+		}
+		err = a.writeWithEvent(ctx, []table.Write{table.PutWrite(followItem(id, target, now), table.NotExists(table.PK))}, ev)
+		var ce *table.ConditionError
+		if err == nil {
+			return rookery.Time{Time: now}, nil
+		}
+		if !errors.As(err, &ce) || ce.Index != 0 {
+			return rookery.Time{}, err
+		}
 		edge, gerr := a.table.Get(ctx, followKey(id, target)) // already following
-		if gerr != nil {
+		if gerr == nil {
+			return rookery.Time{Time: time.UnixMilli(edge.Int("followed_at")).UTC()}, nil
+		}
+		if !rookery.IsKind(gerr, rookery.NotFound) {
 			return rookery.Time{}, gerr
 		}
-		return rookery.Time{Time: time.UnixMilli(edge.Int("followed_at")).UTC()}, nil
 	}
-	return rookery.Time{}, err
+	return rookery.Time{}, rookery.E(op, rookery.Conflict, "the follow is being changed concurrently; retry")
 }
 
 // Unfollow makes id stop following target; it succeeds also when id did not follow target.
@@ -201,31 +208,46 @@ const appliedTTL = 7 * 24 * time.Hour
 const CountersGroup = "counters"
 
 // ApplyCounts is the counters consumer's handler: FollowCreated adds one to the follower's
-// following_count and the followee's follower_count, FollowDeleted takes one away. It is
+// following_count and the followee's follower_count, FollowDeleted takes one away; PostCreated and
+// PostDeleted move the author's post_count. It is
 // idempotent: the increments and a record that the event was applied commit together, so a
 // redelivered event changes nothing. Other event types are ignored.
 func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyCounts"
-	var delta int64
+	var counts []table.Write
+	add := func(user, attr string, delta int64) {
+		counts = append(counts, table.UpdateWrite(userKey(user), table.Update{Add: map[string]int64{attr: delta}}, table.Exists(table.PK)))
+	}
 	switch ev.Type {
-	case FollowCreated:
-		delta = 1
-	case FollowDeleted:
-		delta = -1
+	case FollowCreated, FollowDeleted:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.FollowerID == "" || p.FolloweeID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed follow event", err)
+		}
+		delta := int64(1)
+		if ev.Type == FollowDeleted {
+			delta = -1
+		}
+		add(p.FollowerID, "following_count", delta)
+		add(p.FolloweeID, "follower_count", delta)
+	case PostCreated, PostDeleted:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed post event", err)
+		}
+		delta := int64(1)
+		if ev.Type == PostDeleted {
+			delta = -1
+		}
+		add(p.AuthorID, "post_count", delta)
 	default:
 		return nil
 	}
-	var p FollowPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.FollowerID == "" || p.FolloweeID == "" {
-		return rookery.E(op, rookery.Invalid, "malformed follow event", err)
-	}
 	applied := appliedKey(CountersGroup, ev.ID)
 	ttl := a.clock.Now().Add(appliedTTL).Unix()
-	err := a.table.TransactWrite(ctx, []table.Write{
+	err := a.table.TransactWrite(ctx, append([]table.Write{
 		table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: ttl}, table.NotExists(table.PK)),
-		table.UpdateWrite(userKey(p.FollowerID), table.Update{Add: map[string]int64{"following_count": delta}}, table.Exists(table.PK)),
-		table.UpdateWrite(userKey(p.FolloweeID), table.Update{Add: map[string]int64{"follower_count": delta}}, table.Exists(table.PK)),
-	})
+	}, counts...))
 	var ce *table.ConditionError
 	switch {
 	case err == nil:
@@ -233,7 +255,7 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 	case errors.As(err, &ce) && ce.Index == 0:
 		return nil // applied before
 	case errors.As(err, &ce):
-		return rookery.E(op, rookery.Invalid, "a user of the follow event does not exist", err)
+		return rookery.E(op, rookery.Invalid, "a user of the event does not exist", err)
 	}
 	return err
 }

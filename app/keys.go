@@ -19,6 +19,11 @@ import (
 //	Follow edge     FOLLOW#<follower>      <followee>  follower_id, followee_id, followed_at;
 //	                                                   GSI1 FOLLOWING#<follower> / <ts>#<followee>
 //	                                                   GSI3 FOLLOWEE#<followee> / <ts>#FOLLOWER#<follower>
+//	Post            POST#<id>              META        id, author_id, text, tags, mentions, media,
+//	                                                   visibility, created_at, edited_at, *_count;
+//	                                                   GSI1 USER#<author> / <ts>#POST#<id>
+//	Post tag        POST#<id>              TAG#<tag>   post_id, author_id, created_at;
+//	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //
@@ -29,6 +34,10 @@ import (
 //	AP6 does A follow B                 Get(FOLLOW#<a>, <b>)
 //	AP4 whom A follows, newest first    Query GSI1 FOLLOWING#<a>, descending
 //	AP5/FEED-008 A's followers, newest  Query GSI3 FOLLOWEE#<a>, descending (also the fan-out source)
+//	FEED-004/AP3 get a post             Get(POST#<id>, META)
+//	FEED-002/AP2 author's posts, newest Query GSI1 USER#<author>, descending
+//	FEED-007 posts by tag, newest       Query GSI2 TAG#<tag>, descending -> BatchGet(POST#<id>, META)
+//	a post's tags (edit, delete)        Query POST#<id>, begins_with(SK, "TAG#")
 //	was event E applied by consumer C   the conditional put of APPLIED#<C>#<E> (NotExists)
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
@@ -71,6 +80,16 @@ func followItem(follower, followee string, at time.Time) table.Item {
 		"GSI3PK": "FOLLOWEE#" + followee, "GSI3SK": ts + "#FOLLOWER#" + follower,
 	}
 }
+
+func postKey(id string) table.Key { return table.Key{PK: "POST#" + id, SK: skMeta} }
+
+func postTagKey(id, tag string) table.Key { return table.Key{PK: "POST#" + id, SK: "TAG#" + tag} }
+
+func postsByAuthorPK(author string) string { return "USER#" + author }
+func postsByTagPK(tag string) string       { return "TAG#" + tag }
+
+// postIndexSK orders a post in the author and tag indexes: creation time, then id.
+func postIndexSK(id string, created time.Time) string { return tsKey(created) + "#POST#" + id }
 
 func followingPK(user string) string { return "FOLLOWING#" + user }
 func followersPK(user string) string { return "FOLLOWEE#" + user }

@@ -72,12 +72,18 @@ func (s *server) listFollowers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) listFollows(w http.ResponseWriter, r *http.Request, list func(ctx context.Context, id, cursor string, limit int) (app.Page[app.Follow], error)) {
+	servePage(s, w, r, r.PathValue("id"), list)
+}
+
+// servePage answers a list request: it reads the paging parameters, calls list for of, and
+// encodes the page.
+func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, of string, list func(ctx context.Context, of, cursor string, limit int) (app.Page[T], error)) {
 	limit, cursor, err := listParams(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	p, err := list(r.Context(), r.PathValue("id"), cursor, limit)
+	p, err := list(r.Context(), of, cursor, limit)
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -27,6 +27,13 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}/following", s.authed(s.listFollowing))
 	s.mux.Handle("GET /v1/users/{id}/followers", s.authed(s.listFollowers))
 
+	s.mux.Handle("POST /v1/posts", s.authed(s.createPost))
+	s.mux.Handle("GET /v1/posts/{id}", s.authed(s.getPost))
+	s.mux.Handle("PATCH /v1/posts/{id}", s.authed(s.editPost))
+	s.mux.Handle("DELETE /v1/posts/{id}", s.authed(s.deletePost))
+	s.mux.Handle("GET /v1/users/{id}/posts", s.authed(s.authorPosts))
+	s.mux.Handle("GET /v1/tags/{tag}/posts", s.authed(s.tagPosts))
+
 	// Operations of the event pipeline, server-scope tokens only.
 	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
 	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))

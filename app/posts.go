@@ -1,0 +1,499 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// Event types of posts.
+const (
+	PostCreated = "PostCreated"
+	PostEdited  = "PostEdited"
+	PostDeleted = "PostDeleted"
+)
+
+// PostPayload is the payload of the post events, version 1 (seed 002 §2.5.1).
+type PostPayload struct {
+	PostID     string       `json:"post_id"`
+	AuthorID   string       `json:"author_id"`
+	Visibility string       `json:"visibility"`
+	CreatedAt  rookery.Time `json:"created_at"`
+}
+
+// PostInput is the body of POST /v1/posts.
+type PostInput struct {
+	ID         string          `json:"id"`
+	Text       string          `json:"text"`
+	Tags       []string        `json:"tags"`
+	Media      []rookery.Media `json:"media"`
+	Visibility string          `json:"visibility"`
+}
+
+// PostEdit is the body of PATCH /v1/posts/{id}: the fields to change.
+type PostEdit struct {
+	Text *string   `json:"text"`
+	Tags *[]string `json:"tags"`
+}
+
+const (
+	maxPostText = 5000
+	maxTags     = 10
+	maxMedia    = 10
+)
+
+var (
+	hashtagRE = regexp.MustCompile(`#([\p{L}\p{N}_]{1,64})`)
+	mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]{3,30})`)
+)
+
+// validTag: 1..64 letters, digits and _ (so a tag never holds a key separator).
+func validTag(t string) bool {
+	if t == "" || utf8.RuneCountInString(t) > 64 {
+		return false
+	}
+	for _, r := range t {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// tagsOf returns the post's tags: given plus #hashtags of text, lower-cased, each once, in order.
+func tagsOf(fe *rookery.FieldErrors, given []string, text string) []string {
+	var tags []string
+	add := func(t string) {
+		t = strings.ToLower(t)
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	for _, t := range given {
+		if !validTag(strings.TrimPrefix(t, "#")) {
+			fe.Add("tags", "a tag is 1 to 64 letters, digits or _")
+			return nil
+		}
+		add(strings.TrimPrefix(t, "#"))
+	}
+	for _, m := range hashtagRE.FindAllStringSubmatch(text, -1) {
+		add(m[1])
+	}
+	if len(tags) > maxTags {
+		fe.Add("tags", "a post has at most 10 tags, #hashtags included")
+	}
+	return tags
+}
+
+func checkText(fe *rookery.FieldErrors, text string) {
+	if n := utf8.RuneCountInString(text); n < 1 || n > maxPostText || strings.TrimSpace(text) == "" {
+		fe.Add("text", "must be 1 to 5000 characters, not only spaces")
+	}
+}
+
+// validPostID: the id of an existing post is a ULID (a client-chosen one is checked strictly on
+// create); reads accept 1..64 letters and digits, so no id can reach a key with a separator.
+func validPostID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// author returns the user the caller acts as for a write: themselves, or for a server token the
+// user named by X-On-Behalf-Of (required).
+func actingUser(ctx context.Context, op rookery.Op) (string, error) {
+	c, err := caller(ctx, op)
+	if err != nil {
+		return "", err
+	}
+	if c.Server && c.OnBehalfOf == "" {
+		return "", rookery.FieldErrors{{Name: "X-On-Behalf-Of", Reason: "a server token must name the user it acts for"}}.Err(op)
+	}
+	return c.Acting(), nil
+}
+
+// mentionsOf returns the ids of existing users named @username in text (each once, in order).
+func (a *App) mentionsOf(ctx context.Context, text string) ([]string, error) {
+	var names []string
+	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
+		if n := strings.ToLower(m[1]); !slices.Contains(names, n) && len(names) < 20 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	keys := make([]table.Key, len(names))
+	for i, n := range names {
+		keys[i] = usernameKey(n)
+	}
+	claims, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, c := range claims {
+		if c != nil && !slices.Contains(ids, c.String("user_id")) {
+			ids = append(ids, c.String("user_id"))
+		}
+	}
+	return ids, nil
+}
+
+// CreatePost creates a post by the acting user and returns it; created is false when in.ID names
+// a post this author already made with the same text (a retry), which is returned as it is. An id
+// taken by another post is Conflict; an id that is not a ULID is Invalid.
+func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, created bool, err error) {
+	const op rookery.Op = "app.CreatePost"
+	author, err := actingUser(ctx, op)
+	if err != nil {
+		return p, false, err
+	}
+	var fe rookery.FieldErrors
+	checkText(&fe, in.Text)
+	tags := tagsOf(&fe, in.Tags, in.Text)
+	if in.Visibility == "" {
+		in.Visibility = rookery.Public
+	}
+	if in.Visibility != rookery.Public && in.Visibility != rookery.Followers {
+		fe.Add("visibility", "must be public or followers")
+	}
+	if len(in.Media) > maxMedia {
+		fe.Add("media", "a post has at most 10 media references")
+	}
+	for _, m := range in.Media {
+		if !validPostID(strings.ReplaceAll(strings.ReplaceAll(m.ID, "-", ""), "_", "")) || !validTag(m.Type) {
+			fe.Add("media", "each needs an id (letters, digits, - and _) and a type (a word)")
+			break
+		}
+	}
+	id := in.ID
+	if id != "" {
+		if _, perr := ulid.ParseStrict(id); perr != nil {
+			fe.Add("id", "must be a ULID")
+		}
+	} else {
+		id = a.ids()
+	}
+	if err := fe.Err(op); err != nil {
+		return p, false, err
+	}
+	user, err := a.table.Get(ctx, userKey(author))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return p, false, rookery.E(op, rookery.NotFound, "the author is not a user")
+	} else if err != nil {
+		return p, false, err
+	}
+	mentions, err := a.mentionsOf(ctx, in.Text)
+	if err != nil {
+		return p, false, err
+	}
+	media, _ := json.Marshal(in.Media)
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	k := postKey(id)
+	item := table.Item{
+		table.PK: k.PK, table.SK: k.SK, "id": id, "author_id": author, "text": in.Text,
+		"tags": nonNil(tags), "given_tags": nonNil(givenTags(in.Tags)), "mentions": nonNil(mentions), "media": media, "visibility": in.Visibility,
+		"created_at": now.UnixMilli(), "GSI1PK": postsByAuthorPK(author), "GSI1SK": postIndexSK(id, now),
+	}
+	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
+	for _, t := range tags {
+		writes = append(writes, table.PutWrite(tagItem(id, t, author, now)))
+	}
+	ev, err := a.event(PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
+	if err != nil {
+		return p, false, rookery.E(op, rookery.Internal, err)
+	}
+	err = a.writeWithEvent(ctx, writes, ev)
+	var ce *table.ConditionError
+	if errors.As(err, &ce) && ce.Index == 0 {
+		old, gerr := a.table.Get(ctx, k)
+		if gerr != nil {
+			return p, false, gerr
+		}
+		if old.String("author_id") != author || old.String("text") != in.Text {
+			return p, false, rookery.E(op, rookery.Conflict, "a post with this id exists")
+		}
+		return postFromItem(old, authorOf(user)), false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	return postFromItem(item, authorOf(user)), true, nil
+}
+
+// givenTags normalizes the tags a client gave (without the text's hashtags); they are kept so an
+// edit of the text alone keeps them.
+func givenTags(given []string) []string {
+	return tagsOf(&rookery.FieldErrors{}, given, "")
+}
+
+func tagItem(id, tag, author string, created time.Time) table.Item {
+	k := postTagKey(id, tag)
+	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": id, "author_id": author,
+		"GSI2PK": postsByTagPK(tag), "GSI2SK": postIndexSK(id, created)}
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func authorOf(u table.Item) rookery.Author {
+	return rookery.Author{ID: u.String("id"), Username: u.String("username"), DisplayName: u.String("display_name")}
+}
+
+func postFromItem(it table.Item, author rookery.Author) rookery.Post {
+	p := rookery.Post{
+		ID: it.String("id"), Author: author, Text: it.String("text"),
+		Tags: nonNil(it.Strings("tags")), Mentions: nonNil(it.Strings("mentions")), Media: []rookery.Media{},
+		Visibility: it.String("visibility"), CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()},
+		LikeCount: it.Int("like_count"), CommentCount: it.Int("comment_count"),
+	}
+	json.Unmarshal(it.Bytes("media"), &p.Media)
+	if p.Media == nil {
+		p.Media = []rookery.Media{}
+	}
+	if e := it.Int("edited_at"); e != 0 {
+		p.EditedAt = rookery.Time{Time: time.UnixMilli(e).UTC()}
+	}
+	return p
+}
+
+// hydrate turns post items into Posts for the caller: it drops the ones the caller may not see
+// and fills in authors, with one batch read of authors and one of the follow edges that decide
+// followers-only posts.
+func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, error) {
+	c, _ := rookery.CallerFrom(ctx)
+	viewer := c.Acting()
+	var authors []string
+	for _, it := range posts {
+		if id := it.String("author_id"); !slices.Contains(authors, id) {
+			authors = append(authors, id)
+		}
+	}
+	users, follows := map[string]table.Item{}, map[string]bool{}
+	for chunk := range slices.Chunk(authors, table.MaxBatchGet/2) {
+		keys := make([]table.Key, 0, 2*len(chunk))
+		for _, id := range chunk {
+			keys = append(keys, userKey(id))
+			if viewer != "" && rookery.ValidUserID(viewer) {
+				keys = append(keys, followKey(viewer, id))
+			}
+		}
+		got, err := a.table.BatchGet(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range got {
+			if it == nil {
+				continue
+			}
+			if strings.HasPrefix(keys[i].PK, "USER#") {
+				users[it.String("id")] = it
+			} else {
+				follows[it.String("followee_id")] = true
+			}
+		}
+	}
+	out := make([]rookery.Post, 0, len(posts))
+	for _, it := range posts {
+		author := it.String("author_id")
+		if it.String("visibility") == rookery.Followers && !(c.Server && c.OnBehalfOf == "" || viewer == author || follows[author]) {
+			continue
+		}
+		out = append(out, postFromItem(it, authorOf(users[author])))
+	}
+	return out, nil
+}
+
+// Post returns post id as the caller may see it: NotFound if it does not exist, was deleted, or is
+// a followers post of an author the caller does not follow.
+func (a *App) Post(ctx context.Context, id string) (rookery.Post, error) {
+	const op rookery.Op = "app.Post"
+	if !validPostID(id) {
+		return rookery.Post{}, rookery.FieldErrors{{Name: "id", Reason: "is not a post id"}}.Err(op)
+	}
+	if _, err := caller(ctx, op); err != nil {
+		return rookery.Post{}, err
+	}
+	it, err := a.table.Get(ctx, postKey(id))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
+	} else if err != nil {
+		return rookery.Post{}, err
+	}
+	ps, err := a.hydrate(ctx, []table.Item{it})
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	if len(ps) == 0 {
+		return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
+	}
+	return ps[0], nil
+}
+
+// postForWrite returns post id for a change by the caller: NotFound as Post says, Forbidden if the
+// caller may see it but is not its author (or, when server is true, a server token).
+func (a *App) postForWrite(ctx context.Context, op rookery.Op, id string, server bool) (table.Item, error) {
+	p, err := a.Post(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c, _ := rookery.CallerFrom(ctx)
+	if !(c.Acting() == p.Author.ID || server && c.Server) {
+		return nil, rookery.E(op, rookery.Forbidden, "only the author may change this post")
+	}
+	return a.table.Get(ctx, postKey(id))
+}
+
+// EditPost changes a post's text and tags (author only) and returns it with edited_at set.
+func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post, error) {
+	const op rookery.Op = "app.EditPost"
+	old, err := a.postForWrite(ctx, op, id, false)
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	text, given := old.String("text"), []string(nil)
+	var fe rookery.FieldErrors
+	if e.Text != nil {
+		text = *e.Text
+		checkText(&fe, text)
+	}
+	if e.Tags != nil {
+		given = *e.Tags
+	} else {
+		given = old.Strings("given_tags") // the text's hashtags are derived again below
+	}
+	tags := tagsOf(&fe, given, text)
+	if err := fe.Err(op); err != nil {
+		return rookery.Post{}, err
+	}
+	mentions, err := a.mentionsOf(ctx, text)
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	created := time.UnixMilli(old.Int("created_at"))
+	author := old.String("author_id")
+	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
+		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "edited_at": now.UnixMilli(),
+	}}, table.Exists(table.PK))}
+	for _, t := range old.Strings("tags") {
+		if !slices.Contains(tags, t) {
+			writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
+		}
+	}
+	for _, t := range tags {
+		if !slices.Contains(old.Strings("tags"), t) {
+			writes = append(writes, table.PutWrite(tagItem(id, t, author, created)))
+		}
+	}
+	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: old.String("visibility"), CreatedAt: rookery.Time{Time: created}}, now)
+	if err != nil {
+		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
+	}
+	if err := a.writeWithEvent(ctx, writes, ev); err != nil {
+		if rookery.IsKind(err, rookery.Conflict) {
+			return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
+		}
+		return rookery.Post{}, err
+	}
+	return a.Post(ctx, id)
+}
+
+// DeletePost deletes a post (its author, or a server token): from then on it is in no list.
+func (a *App) DeletePost(ctx context.Context, id string) error {
+	const op rookery.Op = "app.DeletePost"
+	old, err := a.postForWrite(ctx, op, id, true)
+	if err != nil {
+		return err
+	}
+	writes := []table.Write{table.DeleteWrite(postKey(id), table.Exists(table.PK))}
+	for _, t := range old.Strings("tags") {
+		writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
+	}
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	ev, err := a.event(PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: old.String("author_id"), Visibility: old.String("visibility"),
+		CreatedAt: rookery.Time{Time: time.UnixMilli(old.Int("created_at")).UTC()}}, now)
+	if err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	err = a.writeWithEvent(ctx, writes, ev)
+	if rookery.IsKind(err, rookery.Conflict) {
+		return rookery.E(op, rookery.NotFound, "post not found") // deleted meanwhile
+	}
+	return err
+}
+
+// PostsByAuthor lists author's posts the caller may see, newest first.
+func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit int) (Page[rookery.Post], error) {
+	const op rookery.Op = "app.PostsByAuthor"
+	if err := checkList(op, author, limit); err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	if _, err := caller(ctx, op); err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	q, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	posts, err := a.hydrate(ctx, q.Items)
+	return Page[rookery.Post]{Items: posts, Next: q.Next}, err
+}
+
+// PostsByTag lists the posts with tag that the caller may see, newest first.
+func (a *App) PostsByTag(ctx context.Context, tag, cursor string, limit int) (Page[rookery.Post], error) {
+	const op rookery.Op = "app.PostsByTag"
+	tag = strings.ToLower(strings.TrimPrefix(tag, "#"))
+	var fe rookery.FieldErrors
+	if !validTag(tag) {
+		fe.Add("tag", "a tag is 1 to 64 letters, digits or _")
+	}
+	if limit < 1 || limit > 100 {
+		fe.Add("limit", "must be 1 to 100")
+	}
+	if err := fe.Err(op); err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	if _, err := caller(ctx, op); err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	q, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: postsByTagPK(tag), Desc: true, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	// The tag items point at posts; reading the posts themselves (consistently) drops deleted ones.
+	keys := make([]table.Key, len(q.Items))
+	for i, it := range q.Items {
+		keys[i] = postKey(it.String("post_id"))
+	}
+	items, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	items = slices.DeleteFunc(items, func(it table.Item) bool { return it == nil })
+	posts, err := a.hydrate(ctx, items)
+	return Page[rookery.Post]{Items: posts, Next: q.Next}, err
+}

@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+)
+
+func (s *server) createPost(w http.ResponseWriter, r *http.Request) {
+	var in app.PostInput
+	if err := decode(r, &in); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	p, created, err := s.App.CreatePost(r.Context(), in)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	encode(w, status, p)
+}
+
+func (s *server) getPost(w http.ResponseWriter, r *http.Request) {
+	p, err := s.App.Post(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, p)
+}
+
+func (s *server) editPost(w http.ResponseWriter, r *http.Request) {
+	var e app.PostEdit
+	if err := decode(r, &e); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	p, err := s.App.EditPost(r.Context(), r.PathValue("id"), e)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, p)
+}
+
+func (s *server) deletePost(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.DeletePost(r.Context(), r.PathValue("id")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) authorPosts(w http.ResponseWriter, r *http.Request) {
+	s.listPosts(w, r, r.PathValue("id"), s.App.PostsByAuthor)
+}
+
+func (s *server) tagPosts(w http.ResponseWriter, r *http.Request) {
+	s.listPosts(w, r, r.PathValue("tag"), s.App.PostsByTag)
+}
+
+func (s *server) listPosts(w http.ResponseWriter, r *http.Request, of string, list func(ctx context.Context, of, cursor string, limit int) (app.Page[rookery.Post], error)) {
+	servePage(s, w, r, of, list)
+}

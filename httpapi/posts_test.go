@@ -1,0 +1,131 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func postIDs(items any) string {
+	var out []string
+	for _, it := range items.([]any) {
+		out = append(out, it.(map[string]any)["id"].(string))
+	}
+	return strings.Join(out, ",")
+}
+
+func TestPostsThroughHTTP(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`","display_name":"`+strings.ToUpper(u)+`"}`), 201, "")
+	}
+	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")
+
+	// Create: tags from the field and #hashtags, lower-cased, once; mentions of existing users.
+	r := f.do("POST", "/v1/posts", alice, `{"text":"Hello #Go world @bob @nobody #feeds","tags":["go","Rookery"],"media":[{"id":"img-1","type":"image"}]}`)
+	f.want(r, 201, "")
+	pub := r.body["id"].(string)
+	if fmt.Sprint(r.body["tags"]) != "[go rookery feeds]" || fmt.Sprint(r.body["mentions"]) != "[bob]" ||
+		r.body["visibility"] != "public" || r.body["edited_at"] != nil || r.body["liked_by_me"] != false ||
+		r.body["author"].(map[string]any)["display_name"] != "ALICE" {
+		t.Fatalf("created post = %s", r.raw)
+	}
+	// A client-chosen ULID makes a retry safe: the same body again returns the same post, 200.
+	body := `{"id":"01JD0000000000000000000000","text":"for followers #go","visibility":"followers"}`
+	r = f.do("POST", "/v1/posts", alice, body)
+	f.want(r, 201, "")
+	priv := r.body["id"].(string)
+	if r := f.do("POST", "/v1/posts", alice, body); r.status != 200 || r.body["id"] != priv {
+		t.Fatalf("retry = %d %s", r.status, r.raw)
+	}
+	f.want(f.do("POST", "/v1/posts", alice, `{"id":"01JD0000000000000000000000","text":"something else"}`), 409, "conflict")
+	f.want(f.do("POST", "/v1/posts", bob, body), 409, "conflict")
+
+	// Visibility, on every read path: bob follows alice, carol does not.
+	for _, c := range []struct {
+		who, tok string
+		want     string
+	}{{"the author", alice, priv + "," + pub}, {"a follower", bob, priv + "," + pub}, {"a stranger", carol, pub}} {
+		if got := postIDs(f.do("GET", "/v1/users/alice/posts", c.tok, "").body["items"]); got != c.want {
+			t.Errorf("%s sees alice's posts %s; want %s", c.who, got, c.want)
+		}
+		if got := postIDs(f.do("GET", "/v1/tags/go/posts", c.tok, "").body["items"]); got != c.want {
+			t.Errorf("%s sees #go posts %s; want %s", c.who, got, c.want)
+		}
+	}
+	f.want(f.do("GET", "/v1/posts/"+priv, bob, ""), 200, "")
+	f.want(f.do("GET", "/v1/posts/"+priv, carol, ""), 404, "not_found")
+	f.want(f.do("PATCH", "/v1/posts/"+priv, carol, `{"text":"x"}`), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/posts/"+priv, carol, ""), 404, "not_found")
+	if got := postIDs(f.do("GET", "/v1/tags/GO/posts", carol, "").body["items"]); got != pub {
+		t.Errorf("tag lookup is case-insensitive: %s", got)
+	}
+
+	// Edit: author only; tags follow the text; edited_at is set.
+	f.want(f.do("PATCH", "/v1/posts/"+pub, bob, `{"text":"mine now"}`), 403, "forbidden")
+	r = f.do("PATCH", "/v1/posts/"+pub, alice, `{"text":"Edited #rust"}`)
+	f.want(r, 200, "")
+	if r.body["edited_at"] == nil || fmt.Sprint(r.body["tags"]) != "[go rookery rust]" || r.body["text"] != "Edited #rust" {
+		t.Fatalf("edited = %s", r.raw)
+	}
+	if got := postIDs(f.do("GET", "/v1/tags/feeds/posts", alice, "").body["items"]); got != "" {
+		t.Errorf("#feeds still lists %s after the edit removed it", got)
+	}
+	if got := postIDs(f.do("GET", "/v1/tags/rust/posts", carol, "").body["items"]); got != pub {
+		t.Errorf("#rust lists %q", got)
+	}
+
+	// Delete: author or server; then gone from every route.
+	f.want(f.do("DELETE", "/v1/posts/"+pub, bob, ""), 403, "forbidden")
+	f.want(f.do("DELETE", "/v1/posts/"+pub, alice, ""), 204, "")
+	f.want(f.do("GET", "/v1/posts/"+pub, alice, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/posts/"+pub, alice, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/posts/"+priv, server, ""), 204, "")
+	eventuallyHTTP(t, "lists empty after deletes", func() error {
+		if got := postIDs(f.do("GET", "/v1/users/alice/posts", alice, "").body["items"]); got != "" {
+			return fmt.Errorf("alice's posts: %s", got)
+		}
+		if got := postIDs(f.do("GET", "/v1/tags/go/posts", alice, "").body["items"]); got != "" {
+			return fmt.Errorf("#go: %s", got)
+		}
+		return nil
+	})
+
+	// Bad input.
+	long := strings.Repeat("é", 5001)
+	for name, c := range map[string]struct{ body, field string }{
+		"empty text":     {`{"text":""}`, "text"},
+		"blank text":     {`{"text":"   "}`, "text"},
+		"text too long":  {`{"text":"` + long + `"}`, "text"},
+		"eleven tags":    {`{"text":"x","tags":["a","b","c","d","e","f","g","h","i","j","k"]}`, "tags"},
+		"a bad tag":      {`{"text":"x","tags":["no#sep"]}`, "tags"},
+		"bad visibility": {`{"text":"x","visibility":"friends"}`, "visibility"},
+		"an id not ULID": {`{"id":"POST#1","text":"x"}`, "id"},
+		"an unknown key": {`{"text":"x","pinned":true}`, "pinned"},
+		"bad media":      {`{"text":"x","media":[{"id":"a#b","type":"image"}]}`, "media"},
+	} {
+		r := f.do("POST", "/v1/posts", alice, c.body)
+		f.want(r, 400, "invalid")
+		fields, _ := r.body["fields"].([]any)
+		if len(fields) == 0 || fields[0].(map[string]any)["name"] != c.field {
+			t.Errorf("%s: fields %v; want %s", name, r.body["fields"], c.field)
+		}
+	}
+	f.want(f.do("GET", "/v1/posts/bad%23id", alice, ""), 400, "invalid")
+	f.want(f.do("POST", "/v1/posts", server, `{"text":"whose?"}`), 400, "invalid")
+	if r := f.do("POST", "/v1/posts", server, `{"text":"for carol"}`, "X-On-Behalf-Of", "carol"); r.status != 201 || r.body["author"].(map[string]any)["id"] != "carol" {
+		t.Fatalf("server post on behalf of carol = %d %s", r.status, r.raw)
+	}
+
+	// post_count is kept by the counters consumer: alice made 2 and deleted both; carol made 1.
+	eventuallyHTTP(t, "post counts", func() error {
+		a := f.do("GET", "/v1/users/alice", alice, "").body
+		c := f.do("GET", "/v1/users/carol", alice, "").body
+		if a["post_count"] != float64(0) || c["post_count"] != float64(1) {
+			return fmt.Errorf("alice %v, carol %v", a["post_count"], c["post_count"])
+		}
+		return nil
+	})
+}
