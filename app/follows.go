@@ -209,7 +209,8 @@ const CountersGroup = "counters"
 
 // ApplyCounts is the counters consumer's handler: FollowCreated adds one to the follower's
 // following_count and the followee's follower_count, FollowDeleted takes one away; PostCreated and
-// PostDeleted move the author's post_count. It is
+// PostDeleted move the author's post_count, LikeCreated and LikeDeleted the post's like_count.
+// A count of an item that no longer exists is skipped. It is
 // idempotent: the increments and a record that the event was applied commit together, so a
 // redelivered event changes nothing. Other event types are ignored.
 func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
@@ -230,6 +231,16 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 		}
 		add(p.FollowerID, "following_count", delta)
 		add(p.FolloweeID, "follower_count", delta)
+	case LikeCreated, LikeDeleted:
+		var p LikePayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed like event", err)
+		}
+		delta := int64(1)
+		if ev.Type == LikeDeleted {
+			delta = -1
+		}
+		counts = append(counts, table.UpdateWrite(postKey(p.PostID), table.Update{Add: map[string]int64{"like_count": delta}}, table.Exists(table.PK)))
 	case PostCreated, PostDeleted:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {
@@ -244,20 +255,22 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 		return nil
 	}
 	applied := appliedKey(CountersGroup, ev.ID)
-	ttl := a.clock.Now().Add(appliedTTL).Unix()
-	err := a.table.TransactWrite(ctx, append([]table.Write{
-		table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: ttl}, table.NotExists(table.PK)),
-	}, counts...))
-	var ce *table.ConditionError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce) && ce.Index == 0:
-		return nil // applied before
-	case errors.As(err, &ce):
-		return rookery.E(op, rookery.Invalid, "a user of the event does not exist", err)
+	record := table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))
+	// A count whose item is gone (a post deleted since) is dropped and the rest applied.
+	for {
+		err := a.table.TransactWrite(ctx, append([]table.Write{record}, counts...))
+		var ce *table.ConditionError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ce) && ce.Index == 0:
+			return nil // applied before
+		case errors.As(err, &ce):
+			counts = append(counts[:ce.Index-1], counts[ce.Index:]...)
+		default:
+			return err
+		}
 	}
-	return err
 }
 
 // Consumers returns the event consumers of the application, for the workers to run.

@@ -19,11 +19,13 @@ import (
 //	Follow edge     FOLLOW#<follower>      <followee>  follower_id, followee_id, followed_at;
 //	                                                   GSI1 FOLLOWING#<follower> / <ts>#<followee>
 //	                                                   GSI3 FOLLOWEE#<followee> / <ts>#FOLLOWER#<follower>
-//	Post            POST#<id>              META        id, author_id, text, tags, mentions, media,
-//	                                                   visibility, created_at, edited_at, *_count;
+//	Post            POST#<id>              META        id, author_id, text, tags, given_tags, mentions,
+//	                                                   media, visibility, created_at, edited_at, *_count;
 //	                                                   GSI1 USER#<author> / <ts>#POST#<id>
-//	Post tag        POST#<id>              TAG#<tag>   post_id, author_id, created_at;
+//	Post tag        POST#<id>              TAG#<tag>   post_id, author_id;
 //	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
+//	Like            POST#<id>              LIKE#<user> post_id, user_id, liked_at;
+//	                                                   GSI3 LIKES#<post> / <ts>#<user>
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //
@@ -38,6 +40,8 @@ import (
 //	FEED-002/AP2 author's posts, newest Query GSI1 USER#<author>, descending
 //	FEED-007 posts by tag, newest       Query GSI2 TAG#<tag>, descending -> BatchGet(POST#<id>, META)
 //	a post's tags (edit, delete)        Query POST#<id>, begins_with(SK, "TAG#")
+//	did U like P (liked_by_me)          Get(POST#<p>, LIKE#<u>), batched per page
+//	FEED-005 likes of P, newest first   Query GSI3 LIKES#<p>, descending
 //	was event E applied by consumer C   the conditional put of APPLIED#<C>#<E> (NotExists)
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
@@ -47,6 +51,7 @@ import (
 //	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
 //	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
 //	GSI3  GSI3PK/GSI3SK  followers          FOLLOWEE#<id>  / <ts>#FOLLOWER#<id> (FEED-008, AP5)
+//	                     likes of a post    LIKES#<post>   / <ts>#<user>        (FEED-005)
 //	GSI4  GSI4PK/GSI4SK  timelines by post  POST#<id>      / FEED#<user>        (seed 004 delete-by-post)
 //
 // <ts> is the time in Unix milliseconds, 13 digits, so that byte order is time order. Index queries
@@ -84,6 +89,16 @@ func followItem(follower, followee string, at time.Time) table.Item {
 func postKey(id string) table.Key { return table.Key{PK: "POST#" + id, SK: skMeta} }
 
 func postTagKey(id, tag string) table.Key { return table.Key{PK: "POST#" + id, SK: "TAG#" + tag} }
+
+func likeKey(post, user string) table.Key { return table.Key{PK: "POST#" + post, SK: "LIKE#" + user} }
+
+func likeItem(post, user string, at time.Time) table.Item {
+	k := likeKey(post, user)
+	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": post, "user_id": user, "liked_at": at.UnixMilli(),
+		"GSI3PK": likesPK(post), "GSI3SK": tsKey(at) + "#" + user}
+}
+
+func likesPK(post string) string { return "LIKES#" + post }
 
 func postsByAuthorPK(author string) string { return "USER#" + author }
 func postsByTagPK(tag string) string       { return "TAG#" + tag }

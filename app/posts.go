@@ -292,27 +292,35 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 			authors = append(authors, id)
 		}
 	}
-	users, follows := map[string]table.Item{}, map[string]bool{}
-	for chunk := range slices.Chunk(authors, table.MaxBatchGet/2) {
-		keys := make([]table.Key, 0, 2*len(chunk))
-		for _, id := range chunk {
-			keys = append(keys, userKey(id))
-			if viewer != "" && rookery.ValidUserID(viewer) {
-				keys = append(keys, followKey(viewer, id))
-			}
+	// One batch read (in chunks of 100 keys) of the authors, the viewer's follow edges to them,
+	// and the viewer's likes of the posts.
+	var keys []table.Key
+	for _, id := range authors {
+		keys = append(keys, userKey(id))
+		if rookery.ValidUserID(viewer) {
+			keys = append(keys, followKey(viewer, id))
 		}
-		got, err := a.table.BatchGet(ctx, keys)
+	}
+	if rookery.ValidUserID(viewer) {
+		for _, it := range posts {
+			keys = append(keys, likeKey(it.String("id"), viewer))
+		}
+	}
+	users, follows, liked := map[string]table.Item{}, map[string]bool{}, map[string]bool{}
+	for chunk := range slices.Chunk(keys, table.MaxBatchGet) {
+		got, err := a.table.BatchGet(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		for i, it := range got {
-			if it == nil {
-				continue
-			}
-			if strings.HasPrefix(keys[i].PK, "USER#") {
+		for _, it := range got {
+			switch {
+			case it == nil:
+			case strings.HasPrefix(it.String(table.PK), "USER#"):
 				users[it.String("id")] = it
-			} else {
+			case strings.HasPrefix(it.String(table.PK), "FOLLOW#"):
 				follows[it.String("followee_id")] = true
+			default:
+				liked[it.String("post_id")] = true
 			}
 		}
 	}
@@ -322,7 +330,9 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 		if it.String("visibility") == rookery.Followers && !(c.Server && c.OnBehalfOf == "" || viewer == author || follows[author]) {
 			continue
 		}
-		out = append(out, postFromItem(it, authorOf(users[author])))
+		p := postFromItem(it, authorOf(users[author]))
+		p.LikedByMe = liked[p.ID]
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -68,3 +68,23 @@ func (s *server) tagPosts(w http.ResponseWriter, r *http.Request) {
 func (s *server) listPosts(w http.ResponseWriter, r *http.Request, of string, list func(ctx context.Context, of, cursor string, limit int) (app.Page[rookery.Post], error)) {
 	servePage(s, w, r, of, list)
 }
+
+func (s *server) likePost(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.LikePost(r.Context(), r.PathValue("id"), r.PathValue("user")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, map[string]bool{"liked": true})
+}
+
+func (s *server) unlikePost(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.UnlikePost(r.Context(), r.PathValue("id"), r.PathValue("user")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) listLikes(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, r.PathValue("id"), s.App.Likes)
+}

@@ -31,6 +31,9 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/posts/{id}", s.authed(s.getPost))
 	s.mux.Handle("PATCH /v1/posts/{id}", s.authed(s.editPost))
 	s.mux.Handle("DELETE /v1/posts/{id}", s.authed(s.deletePost))
+	s.mux.Handle("PUT /v1/posts/{id}/likes/{user}", s.authed(s.likePost))
+	s.mux.Handle("DELETE /v1/posts/{id}/likes/{user}", s.authed(s.unlikePost))
+	s.mux.Handle("GET /v1/posts/{id}/likes", s.authed(s.listLikes))
 	s.mux.Handle("GET /v1/users/{id}/posts", s.authed(s.authorPosts))
 	s.mux.Handle("GET /v1/tags/{tag}/posts", s.authed(s.tagPosts))
 

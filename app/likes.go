@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// Event types of likes.
+const (
+	LikeCreated = "LikeCreated"
+	LikeDeleted = "LikeDeleted"
+)
+
+// LikePayload is the payload of LikeCreated and LikeDeleted, version 1.
+type LikePayload struct {
+	PostID   string       `json:"post_id"`
+	AuthorID string       `json:"author_id"`
+	UserID   string       `json:"user_id"`
+	At       rookery.Time `json:"at"`
+}
+
+// Like is one like of a post, as the API lists it.
+type Like struct {
+	UserID  string       `json:"user_id"`
+	LikedAt rookery.Time `json:"liked_at"`
+}
+
+func likeEdgeKey(post, user string) string { return "like:" + post + ":" + user }
+
+// checkLike validates a like or unlike of post by user and returns the post, which user must be
+// able to see. Only user, or a server token, may like as user.
+func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (rookery.Post, error) {
+	var fe rookery.FieldErrors
+	if !validPostID(post) {
+		fe.Add("id", "is not a post id")
+	}
+	if !rookery.ValidUserID(user) {
+		fe.Add("user", "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	if err := fe.Err(op); err != nil {
+		return rookery.Post{}, err
+	}
+	if err := actAs(ctx, op, user); err != nil {
+		return rookery.Post{}, err
+	}
+	if _, err := a.table.Get(ctx, userKey(user)); rookery.IsKind(err, rookery.NotFound) {
+		return rookery.Post{}, rookery.E(op, rookery.NotFound, "user not found")
+	} else if err != nil {
+		return rookery.Post{}, err
+	}
+	// The post must be visible to the liker, not merely to a server token acting for them.
+	as := rookery.WithCaller(ctx, rookery.Caller{UserID: user})
+	return a.Post(as, post)
+}
+
+// LikePost records that user likes post (seed 000 B7: a conditional put); liking again is a
+// success that changes nothing. The post must exist and be visible to user (else NotFound).
+func (a *App) LikePost(ctx context.Context, post, user string) error {
+	const op rookery.Op = "app.LikePost"
+	p, err := a.checkLike(ctx, op, post, user)
+	if err != nil {
+		return err
+	}
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	ev, err := a.event(LikeCreated, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
+	if err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	err = a.writeWithEvent(ctx, []table.Write{
+		table.PutWrite(likeItem(post, user, now), table.NotExists(table.PK)),
+		table.CheckWrite(postKey(post), table.Exists(table.PK)),
+	}, ev)
+	var ce *table.ConditionError
+	switch {
+	case errors.As(err, &ce) && ce.Index == 0:
+		return nil // liked before
+	case errors.As(err, &ce) && ce.Index == 1:
+		return rookery.E(op, rookery.NotFound, "post not found") // deleted meanwhile
+	}
+	return err
+}
+
+// UnlikePost removes user's like of post; it succeeds also when there was none.
+func (a *App) UnlikePost(ctx context.Context, post, user string) error {
+	const op rookery.Op = "app.UnlikePost"
+	p, err := a.checkLike(ctx, op, post, user)
+	if err != nil {
+		return err
+	}
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	ev, err := a.event(LikeDeleted, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
+	if err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(likeKey(post, user), table.Exists(table.PK))}, ev)
+	var ce *table.ConditionError
+	if errors.As(err, &ce) {
+		return nil // not liked
+	}
+	return err
+}
+
+// Likes lists the likes of post, newest first, for a caller who can see the post.
+func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[Like], error) {
+	const op rookery.Op = "app.Likes"
+	if limit < 1 || limit > 100 {
+		return Page[Like]{}, rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	}
+	if _, err := a.Post(ctx, post); err != nil {
+		return Page[Like]{}, err
+	}
+	q, err := a.table.Query(ctx, table.Query{Index: "GSI3", PK: likesPK(post), Desc: true, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return Page[Like]{}, err
+	}
+	out := Page[Like]{Items: make([]Like, 0, len(q.Items)), Next: q.Next}
+	for _, it := range q.Items {
+		out.Items = append(out.Items, Like{UserID: it.String("user_id"), LikedAt: rookery.Time{Time: time.UnixMilli(it.Int("liked_at")).UTC()}})
+	}
+	return out, nil
+}
