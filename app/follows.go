@@ -209,7 +209,8 @@ const CountersGroup = "counters"
 
 // ApplyCounts is the counters consumer's handler: FollowCreated adds one to the follower's
 // following_count and the followee's follower_count, FollowDeleted takes one away; PostCreated and
-// PostDeleted move the author's post_count, LikeCreated and LikeDeleted the post's like_count.
+// PostDeleted move the author's post_count, LikeCreated and LikeDeleted the post's like_count,
+// CommentCreated and CommentDeleted its comment_count.
 // A count of an item that no longer exists is skipped. It is
 // idempotent: the increments and a record that the event was applied commit together, so a
 // redelivered event changes nothing. Other event types are ignored.
@@ -241,6 +242,16 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 			delta = -1
 		}
 		counts = append(counts, table.UpdateWrite(postKey(p.PostID), table.Update{Add: map[string]int64{"like_count": delta}}, table.Exists(table.PK)))
+	case CommentCreated, CommentDeleted:
+		var p CommentPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed comment event", err)
+		}
+		delta := int64(1)
+		if ev.Type == CommentDeleted {
+			delta = -1
+		}
+		counts = append(counts, table.UpdateWrite(postKey(p.PostID), table.Update{Add: map[string]int64{"comment_count": delta}}, table.Exists(table.PK)))
 	case PostCreated, PostDeleted:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {

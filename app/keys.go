@@ -26,6 +26,7 @@ import (
 //	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
 //	Like            POST#<id>              LIKE#<user> post_id, user_id, liked_at;
 //	                                                   GSI3 LIKES#<post> / <ts>#<user>
+//	Comment         POST#<id>              COMMENT#<c> id, post_id, author_id, text, created_at
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //
@@ -42,6 +43,7 @@ import (
 //	a post's tags (edit, delete)        Query POST#<id>, begins_with(SK, "TAG#")
 //	did U like P (liked_by_me)          Get(POST#<p>, LIKE#<u>), batched per page
 //	FEED-005 likes of P, newest first   Query GSI3 LIKES#<p>, descending
+//	FEED-006 comments of P, oldest      Query POST#<p>, begins_with(SK, "COMMENT#"), ascending (ULIDs)
 //	was event E applied by consumer C   the conditional put of APPLIED#<C>#<E> (NotExists)
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
@@ -97,6 +99,8 @@ func likeItem(post, user string, at time.Time) table.Item {
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": post, "user_id": user, "liked_at": at.UnixMilli(),
 		"GSI3PK": likesPK(post), "GSI3SK": tsKey(at) + "#" + user}
 }
+
+func commentKey(post, id string) table.Key { return table.Key{PK: "POST#" + post, SK: "COMMENT#" + id} }
 
 func likesPK(post string) string { return "LIKES#" + post }
 

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/auth"
@@ -84,11 +86,10 @@ func newFixture(t *testing.T) (*fixture, *flakyStore) {
 	logs := &syncWriter{}
 	var n atomic.Int64
 	m := metrics.New()
-	var ids atomic.Int64
 	observed := table.Observed(store, m.ObserveStore)
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
-		IDs: func() string { return fmt.Sprintf("%020d", ids.Add(1)) }})
+		IDs: func() string { return ulid.Make().String() }})
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pctx, stop := context.WithCancel(context.Background())
 	var pipeline sync.WaitGroup

@@ -88,3 +88,33 @@ func (s *server) unlikePost(w http.ResponseWriter, r *http.Request) {
 func (s *server) listLikes(w http.ResponseWriter, r *http.Request) {
 	servePage(s, w, r, r.PathValue("id"), s.App.Likes)
 }
+
+func (s *server) addComment(w http.ResponseWriter, r *http.Request) {
+	var in app.CommentInput
+	if err := decode(r, &in); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	c, created, err := s.App.AddComment(r.Context(), r.PathValue("id"), in)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	encode(w, status, c)
+}
+
+func (s *server) listComments(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, r.PathValue("id"), s.App.Comments)
+}
+
+func (s *server) deleteComment(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.DeleteComment(r.Context(), r.PathValue("id"), r.PathValue("comment")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

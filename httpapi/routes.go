@@ -34,6 +34,9 @@ func (s *server) routes() {
 	s.mux.Handle("PUT /v1/posts/{id}/likes/{user}", s.authed(s.likePost))
 	s.mux.Handle("DELETE /v1/posts/{id}/likes/{user}", s.authed(s.unlikePost))
 	s.mux.Handle("GET /v1/posts/{id}/likes", s.authed(s.listLikes))
+	s.mux.Handle("POST /v1/posts/{id}/comments", s.authed(s.addComment))
+	s.mux.Handle("GET /v1/posts/{id}/comments", s.authed(s.listComments))
+	s.mux.Handle("DELETE /v1/posts/{id}/comments/{comment}", s.authed(s.deleteComment))
 	s.mux.Handle("GET /v1/users/{id}/posts", s.authed(s.authorPosts))
 	s.mux.Handle("GET /v1/tags/{tag}/posts", s.authed(s.tagPosts))
 
