@@ -77,6 +77,11 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	if err := fe.Err(op); err != nil {
 		return c, false, err
 	}
+	if validPostID(post) {
+		if err := a.notBlockedByAuthor(ctx, op, post, author); err != nil {
+			return c, false, err
+		}
+	}
 	p, err := a.Post(ctx, post)
 	if err != nil {
 		return c, false, err

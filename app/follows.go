@@ -45,13 +45,17 @@ func (a *App) event(typ, key string, p any, at time.Time) (rookery.Event, error)
 	return rookery.Event{ID: a.ids(), Type: typ, Version: 1, Key: key, OccurredAt: rookery.Time{Time: at}, Payload: b}, nil
 }
 
-// writeWithEvent commits writes and ev's outbox item in one transaction, then wakes the relay.
-func (a *App) writeWithEvent(ctx context.Context, writes []table.Write, ev rookery.Event) error {
-	ow, err := a.outbox.Write(ev)
-	if err != nil {
-		return err
+// writeWithEvent commits writes and the outbox items of evs in one transaction, then wakes the
+// relay. Condition errors name the index in writes.
+func (a *App) writeWithEvent(ctx context.Context, writes []table.Write, evs ...rookery.Event) error {
+	for _, ev := range evs {
+		ow, err := a.outbox.Write(ev)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ow)
 	}
-	if err := a.table.TransactWrite(ctx, append(writes, ow)); err != nil {
+	if err := a.table.TransactWrite(ctx, writes); err != nil {
 		return err
 	}
 	a.outbox.Notify()
@@ -68,12 +72,15 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
 		return rookery.Time{}, err
 	}
-	users, err := a.table.BatchGet(ctx, []table.Key{userKey(id), userKey(target)})
+	got, err := a.table.BatchGet(ctx, []table.Key{userKey(id), userKey(target), blockKey(target, id), blockKey(id, target)})
 	if err != nil {
 		return rookery.Time{}, err
 	}
-	if users[0] == nil || users[1] == nil {
+	if got[0] == nil || got[1] == nil {
 		return rookery.Time{}, rookery.E(op, rookery.NotFound, "user not found")
+	}
+	if got[2] != nil || got[3] != nil {
+		return rookery.Time{}, rookery.E(op, rookery.Forbidden, "a block stands between these users")
 	}
 	// A few attempts: between a follow that finds the edge already there and the read of when it
 	// was made, a concurrent unfollow may remove it; then the follow is made again.
@@ -136,7 +143,7 @@ func (a *App) checkEdge(ctx context.Context, op rookery.Op, id, target string) e
 		return err
 	}
 	if id == target {
-		return rookery.FieldErrors{{Name: "target", Reason: "you cannot follow yourself"}}.Err(op)
+		return rookery.FieldErrors{{Name: "target", Reason: "must be another user than yourself"}}.Err(op)
 	}
 	return nil
 }

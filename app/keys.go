@@ -26,6 +26,8 @@ import (
 //	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
 //	Like            POST#<id>              LIKE#<user> post_id, user_id, liked_at;
 //	                                                   GSI3 LIKES#<post> / <ts>#<user>
+//	Block           BLOCK#<blocker>        <blocked>   blocked_at
+//	Mute            MUTE#<muter>           <muted>     muted_at
 //	Comment         POST#<id>              COMMENT#<c> id, post_id, author_id, text, created_at
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
@@ -37,6 +39,8 @@ import (
 //	AP6 does A follow B                 Get(FOLLOW#<a>, <b>)
 //	AP4 whom A follows, newest first    Query GSI1 FOLLOWING#<a>, descending
 //	AP5/FEED-008 A's followers, newest  Query GSI3 FOLLOWEE#<a>, descending (also the fan-out source)
+//	is A blocked by B / B by A          Get(BLOCK#<b>, <a>), Get(BLOCK#<a>, <b>); batched per page
+//	has A muted B (home feed)           Get(MUTE#<a>, <b>)
 //	FEED-004/AP3 get a post             Get(POST#<id>, META)
 //	FEED-002/AP2 author's posts, newest Query GSI1 USER#<author>, descending
 //	FEED-007 posts by tag, newest       Query GSI2 TAG#<tag>, descending -> BatchGet(POST#<id>, META)
@@ -99,6 +103,11 @@ func likeItem(post, user string, at time.Time) table.Item {
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": post, "user_id": user, "liked_at": at.UnixMilli(),
 		"GSI3PK": likesPK(post), "GSI3SK": tsKey(at) + "#" + user}
 }
+
+func blockKey(blocker, blocked string) table.Key {
+	return table.Key{PK: "BLOCK#" + blocker, SK: blocked}
+}
+func muteKey(muter, muted string) table.Key { return table.Key{PK: "MUTE#" + muter, SK: muted} }
 
 func commentKey(post, id string) table.Key { return table.Key{PK: "POST#" + post, SK: "COMMENT#" + id} }
 

@@ -130,8 +130,9 @@ func actingUser(ctx context.Context, op rookery.Op) (string, error) {
 	return c.Acting(), nil
 }
 
-// mentionsOf returns the ids of existing users named @username in text (each once, in order).
-func (a *App) mentionsOf(ctx context.Context, text string) ([]string, error) {
+// mentionsOf returns the ids of existing users named @username in text (each once, in order). A
+// mention of a user who has blocked author is Forbidden.
+func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string) ([]string, error) {
 	var names []string
 	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
 		if n := strings.ToLower(m[1]); !slices.Contains(names, n) && len(names) < 20 {
@@ -150,9 +151,22 @@ func (a *App) mentionsOf(ctx context.Context, text string) ([]string, error) {
 		return nil, err
 	}
 	var ids []string
+	var blocks []table.Key
 	for _, c := range claims {
 		if c != nil && !slices.Contains(ids, c.String("user_id")) {
 			ids = append(ids, c.String("user_id"))
+			blocks = append(blocks, blockKey(c.String("user_id"), author))
+		}
+	}
+	if len(blocks) > 0 {
+		got, err := a.table.BatchGet(ctx, blocks)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range got {
+			if b != nil {
+				return nil, rookery.E(op, rookery.Forbidden, "a user you mention has blocked you")
+			}
 		}
 	}
 	return ids, nil
@@ -202,7 +216,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	} else if err != nil {
 		return p, false, err
 	}
-	mentions, err := a.mentionsOf(ctx, in.Text)
+	mentions, err := a.mentionsOf(ctx, op, author, in.Text)
 	if err != nil {
 		return p, false, err
 	}
@@ -281,8 +295,8 @@ func postFromItem(it table.Item, author rookery.Author) rookery.Post {
 }
 
 // hydrate turns post items into Posts for the caller: it drops the ones the caller may not see
-// and fills in authors, with one batch read of authors and one of the follow edges that decide
-// followers-only posts.
+// (followers-only posts of authors the caller does not follow; posts across a block, either way)
+// and fills in authors and liked_by_me, with one batch read.
 func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, error) {
 	c, _ := rookery.CallerFrom(ctx)
 	viewer := c.Acting()
@@ -297,8 +311,8 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 	var keys []table.Key
 	for _, id := range authors {
 		keys = append(keys, userKey(id))
-		if rookery.ValidUserID(viewer) {
-			keys = append(keys, followKey(viewer, id))
+		if rookery.ValidUserID(viewer) && viewer != id {
+			keys = append(keys, followKey(viewer, id), blockKey(id, viewer), blockKey(viewer, id))
 		}
 	}
 	if rookery.ValidUserID(viewer) {
@@ -306,7 +320,7 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 			keys = append(keys, likeKey(it.String("id"), viewer))
 		}
 	}
-	users, follows, liked := map[string]table.Item{}, map[string]bool{}, map[string]bool{}
+	users, follows, liked, blocked := map[string]table.Item{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for chunk := range slices.Chunk(keys, table.MaxBatchGet) {
 		got, err := a.table.BatchGet(ctx, chunk)
 		if err != nil {
@@ -319,6 +333,14 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 				users[it.String("id")] = it
 			case strings.HasPrefix(it.String(table.PK), "FOLLOW#"):
 				follows[it.String("followee_id")] = true
+			case strings.HasPrefix(it.String(table.PK), "BLOCK#"):
+				// Either direction hides the author's posts from the viewer.
+				blocker, blockee := strings.TrimPrefix(it.String(table.PK), "BLOCK#"), it.String(table.SK)
+				if blocker == viewer {
+					blocked[blockee] = true
+				} else {
+					blocked[blocker] = true
+				}
 			default:
 				liked[it.String("post_id")] = true
 			}
@@ -327,6 +349,9 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 	out := make([]rookery.Post, 0, len(posts))
 	for _, it := range posts {
 		author := it.String("author_id")
+		if blocked[author] {
+			continue
+		}
 		if it.String("visibility") == rookery.Followers && !(c.Server && c.OnBehalfOf == "" || viewer == author || follows[author]) {
 			continue
 		}
@@ -399,7 +424,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	if err := fe.Err(op); err != nil {
 		return rookery.Post{}, err
 	}
-	mentions, err := a.mentionsOf(ctx, text)
+	mentions, err := a.mentionsOf(ctx, op, old.String("author_id"), text)
 	if err != nil {
 		return rookery.Post{}, err
 	}

@@ -90,3 +90,28 @@ func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, of stri
 	}
 	encode(w, http.StatusOK, reply(p))
 }
+
+func (s *server) block(w http.ResponseWriter, r *http.Request) {
+	s.relation(w, r, s.App.Block)
+}
+
+func (s *server) unblock(w http.ResponseWriter, r *http.Request) {
+	s.relation(w, r, s.App.Unblock)
+}
+
+func (s *server) mute(w http.ResponseWriter, r *http.Request) {
+	s.relation(w, r, s.App.Mute)
+}
+
+func (s *server) unmute(w http.ResponseWriter, r *http.Request) {
+	s.relation(w, r, s.App.Unmute)
+}
+
+// relation answers the block and mute routes: 204 on success.
+func (s *server) relation(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, id, target string) error) {
+	if err := change(r.Context(), r.PathValue("id"), r.PathValue("target")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -26,6 +26,10 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}/following/{target}", s.authed(s.followStatus))
 	s.mux.Handle("GET /v1/users/{id}/following", s.authed(s.listFollowing))
 	s.mux.Handle("GET /v1/users/{id}/followers", s.authed(s.listFollowers))
+	s.mux.Handle("PUT /v1/users/{id}/blocks/{target}", s.authed(s.block))
+	s.mux.Handle("DELETE /v1/users/{id}/blocks/{target}", s.authed(s.unblock))
+	s.mux.Handle("PUT /v1/users/{id}/mutes/{target}", s.authed(s.mute))
+	s.mux.Handle("DELETE /v1/users/{id}/mutes/{target}", s.authed(s.unmute))
 
 	s.mux.Handle("POST /v1/posts", s.authed(s.createPost))
 	s.mux.Handle("GET /v1/posts/{id}", s.authed(s.getPost))

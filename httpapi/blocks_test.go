@@ -1,0 +1,78 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestBlocksAndMutesThroughHTTP(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")
+	alicePost := f.do("POST", "/v1/posts", alice, `{"text":"by alice #t"}`).body["id"].(string)
+	bobPost := f.do("POST", "/v1/posts", bob, `{"text":"by bob #t"}`).body["id"].(string)
+	eventuallyHTTP(t, "follow counts", func() error {
+		if c := f.do("GET", "/v1/users/alice", alice, "").body["follower_count"]; c != float64(1) {
+			return fmt.Errorf("alice follower_count %v", c)
+		}
+		return nil
+	})
+
+	f.want(f.do("PUT", "/v1/users/alice/blocks/alice", alice, ""), 400, "invalid")
+	f.want(f.do("PUT", "/v1/users/alice/blocks/nobody", alice, ""), 404, "not_found")
+	f.want(f.do("PUT", "/v1/users/alice/blocks/bob", bob, ""), 403, "forbidden")
+	f.want(f.do("PUT", "/v1/users/alice/blocks/bob", alice, ""), 204, "")
+	f.want(f.do("PUT", "/v1/users/alice/blocks/bob", alice, ""), 204, "") // again: no change
+
+	// The follows ended both ways, and the counts followed.
+	f.want(f.do("GET", "/v1/users/alice/following/bob", carol, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/users/bob/following/alice", carol, ""), 404, "not_found")
+	eventuallyHTTP(t, "counts after the block", func() error {
+		a := f.do("GET", "/v1/users/alice", carol, "").body
+		b := f.do("GET", "/v1/users/bob", carol, "").body
+		if a["follower_count"] != float64(0) || a["following_count"] != float64(0) || b["follower_count"] != float64(0) || b["following_count"] != float64(0) {
+			return fmt.Errorf("alice %v/%v, bob %v/%v", a["follower_count"], a["following_count"], b["follower_count"], b["following_count"])
+		}
+		return nil
+	})
+	// Neither sees the other's posts, anywhere; a third user sees both.
+	for _, c := range []struct{ tok, path, want string }{
+		{bob, "/v1/users/alice/posts", ""}, {alice, "/v1/users/bob/posts", ""},
+		{bob, "/v1/tags/t/posts", bobPost}, {alice, "/v1/tags/t/posts", alicePost},
+		{carol, "/v1/tags/t/posts", bobPost + "," + alicePost},
+	} {
+		if got := postIDs(f.do("GET", c.path, c.tok, "").body["items"]); got != c.want {
+			t.Errorf("GET %s = %s; want %s", c.path, got, c.want)
+		}
+	}
+	f.want(f.do("GET", "/v1/posts/"+alicePost, bob, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/posts/"+bobPost, alice, ""), 404, "not_found")
+	// The blocked user cannot follow, like, comment on or mention the blocker.
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 403, "forbidden")
+	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 403, "forbidden")
+	f.want(f.do("PUT", "/v1/posts/"+alicePost+"/likes/bob", bob, ""), 403, "forbidden")
+	f.want(f.do("POST", "/v1/posts/"+alicePost+"/comments", bob, `{"text":"hey"}`), 403, "forbidden")
+	f.want(f.do("POST", "/v1/posts", bob, `{"text":"hello @alice"}`), 403, "forbidden")
+	if r := f.do("POST", "/v1/posts", carol, `{"text":"hello @alice"}`); r.status != 201 {
+		t.Fatalf("a third user's mention: %d %s", r.status, r.raw)
+	}
+
+	// Unblocking restores visibility (the ended follows stay ended).
+	f.want(f.do("DELETE", "/v1/users/alice/blocks/bob", alice, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/users/alice/blocks/bob", alice, ""), 204, "")
+	f.want(f.do("GET", "/v1/posts/"+alicePost, bob, ""), 200, "")
+	f.want(f.do("GET", "/v1/users/bob/following/alice", carol, ""), 404, "not_found")
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")
+
+	// Mutes: idempotent, for oneself only; their effect is on the home feed.
+	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", bob, ""), 403, "forbidden")
+	f.want(f.do("PUT", "/v1/users/alice/mutes/nobody", alice, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+}
