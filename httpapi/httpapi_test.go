@@ -33,7 +33,7 @@ import (
 var secret = []byte("httpapi-test-secret-0123456789abcdef")
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	store table.Table
 	logs  *syncWriter
@@ -65,7 +65,7 @@ func (f *flakyStore) Ping(ctx context.Context) error {
 	return f.Table.Ping(ctx)
 }
 
-func newFixture(t *testing.T) (*fixture, *flakyStore) {
+func newFixture(t testing.TB) (*fixture, *flakyStore) {
 	t.Helper()
 	clock := rookery.ClockFunc(time.Now)
 	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
@@ -132,7 +132,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func token(t *testing.T, sub string, server bool) string {
+func token(t testing.TB, sub string, server bool) string {
 	t.Helper()
 	tok, err := auth.Mint(secret, sub, server, time.Hour, time.Now())
 	if err != nil {

@@ -29,3 +29,9 @@ args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 echo "== go test -race ${args[*]}"
 go test -race -count=1 -timeout 20m "${args[@]}"
+
+if [ $# -eq 0 ]; then
+	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
+	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"
+	go test -run '^$' -fuzz '^FuzzHandler$' -fuzztime 20s ./httpapi
+fi
