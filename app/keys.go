@@ -29,6 +29,7 @@ import (
 //	Block           BLOCK#<blocker>        <blocked>   blocked_at
 //	Mute            MUTE#<muter>           <muted>     muted_at
 //	Comment         POST#<id>              COMMENT#<c> id, post_id, author_id, text, created_at
+//	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //
@@ -108,6 +109,10 @@ func blockKey(blocker, blocked string) table.Key {
 	return table.Key{PK: "BLOCK#" + blocker, SK: blocked}
 }
 func muteKey(muter, muted string) table.Key { return table.Key{PK: "MUTE#" + muter, SK: muted} }
+
+func idempotencyKey(caller, keyHash string) table.Key {
+	return table.Key{PK: "IDEM#" + caller + "#" + keyHash, SK: "-"}
+}
 
 func commentKey(post, id string) table.Key { return table.Key{PK: "POST#" + post, SK: "COMMENT#" + id} }
 

@@ -18,6 +18,8 @@ import (
 // maxBody is the largest request body (API.md: 64 KiB); larger is 413.
 const maxBody = 64 << 10
 
+var errTooLarge = rookery.E(rookery.Op("httpapi.decode"), rookery.TooLarge, "the request body is larger than 64 KiB")
+
 // decode reads r's JSON body into v: at most maxBody bytes, Content-Type application/json, one
 // JSON value, no unknown fields. Its errors say which field is wrong and how, and are Invalid, or
 // TooLarge for a body over the limit.
@@ -47,7 +49,7 @@ func decode(r *http.Request, v any) error {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &maxErr):
-		return rookery.E(op, rookery.TooLarge, "the request body is larger than 64 KiB")
+		return errTooLarge
 	case errors.Is(err, io.EOF):
 		return rookery.E(op, rookery.Invalid, "the request body is empty; a JSON object is required")
 	case errors.As(err, &typeErr):
