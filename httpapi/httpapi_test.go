@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ import (
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	"github.com/rookery/rookery/table/pebble"
 )
 
@@ -65,15 +68,38 @@ func (f *flakyStore) Ping(ctx context.Context) error {
 	return f.Table.Ping(ctx)
 }
 
-func newFixture(t testing.TB) (*fixture, *flakyStore) {
+// The scenario tests run on the store named by ROOKERY_TEST_STORE: pebble (the default) or dynamo
+// (DynamoDB Local; make test runs this package a second time so).
+func TestMain(m *testing.M) {
+	if os.Getenv("ROOKERY_TEST_STORE") == "dynamo" {
+		dynamotest.Main(m)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func openStore(t testing.TB, clock rookery.Clock) table.Table {
 	t.Helper()
-	clock := rookery.ClockFunc(time.Now)
+	if os.Getenv("ROOKERY_TEST_STORE") == "dynamo" {
+		client := dynamotest.Client(t)
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
 	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	store := &flakyStore{Table: db}
+	return db
+}
+
+func newFixture(t testing.TB) (*fixture, *flakyStore) {
+	t.Helper()
+	clock := rookery.ClockFunc(time.Now)
+	store := &flakyStore{Table: openStore(t, clock)}
 	v, err := auth.NewVerifier(secret, nil, clock)
 	if err != nil {
 		t.Fatal(err)

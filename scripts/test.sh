@@ -31,6 +31,10 @@ echo "== go test -race ${args[*]}"
 go test -race -count=1 -timeout 20m "${args[@]}"
 
 if [ $# -eq 0 ]; then
+	# The HTTP scenario tests once more, on DynamoDB Local instead of Pebble.
+	echo "== ROOKERY_TEST_STORE=dynamo go test -race ./httpapi (scenario tests on DynamoDB Local)"
+	ROOKERY_TEST_STORE=dynamo go test -race -count=1 ./httpapi
+
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"
 	go test -run '^$' -fuzz '^FuzzHandler$' -fuzztime 20s ./httpapi
