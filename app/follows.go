@@ -293,5 +293,8 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
-	return []events.Consumer{{Group: CountersGroup, Handle: a.ApplyCounts}}
+	return []events.Consumer{
+		{Group: CountersGroup, Handle: a.ApplyCounts},
+		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
+	}
 }

@@ -29,6 +29,10 @@ import (
 //	Block           BLOCK#<blocker>        <blocked>   blocked_at
 //	Mute            MUTE#<muter>           <muted>     muted_at
 //	Comment         POST#<id>              COMMENT#<c> id, post_id, author_id, text, created_at
+//	Notification    NOTIF#<user>           N#<event id> id, type, actor_id, post_id, comment_id,
+//	                                                   created_at, read; while unread
+//	                                                   GSI2 UNREAD#<user> / <event id>
+//	Notification ref NOTIF#<user>          REF#like:<post>:<liker>  sk (of the like's notification)
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
@@ -42,6 +46,8 @@ import (
 //	AP5/FEED-008 A's followers, newest  Query GSI3 FOLLOWEE#<a>, descending (also the fan-out source)
 //	is A blocked by B / B by A          Get(BLOCK#<b>, <a>), Get(BLOCK#<a>, <b>); batched per page
 //	has A muted B (home feed)           Get(MUTE#<a>, <b>)
+//	FEED-009 notifications, newest      Query NOTIF#<user>, begins_with(SK, "N#"), descending
+//	unread notifications, count         Query GSI2 UNREAD#<user> (sparse: only unread ones)
 //	FEED-004/AP3 get a post             Get(POST#<id>, META)
 //	FEED-002/AP2 author's posts, newest Query GSI1 USER#<author>, descending
 //	FEED-007 posts by tag, newest       Query GSI2 TAG#<tag>, descending -> BatchGet(POST#<id>, META)
@@ -57,6 +63,7 @@ import (
 //	GSI1  GSI1PK/GSI1SK  following          FOLLOWING#<id> / <ts>#<followee>    (AP4)
 //	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
 //	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
+//	                     unread notifs      UNREAD#<user>  / <event id>         (FEED-009)
 //	GSI3  GSI3PK/GSI3SK  followers          FOLLOWEE#<id>  / <ts>#FOLLOWER#<id> (FEED-008, AP5)
 //	                     likes of a post    LIKES#<post>   / <ts>#<user>        (FEED-005)
 //	GSI4  GSI4PK/GSI4SK  timelines by post  POST#<id>      / FEED#<user>        (seed 004 delete-by-post)
@@ -109,6 +116,10 @@ func blockKey(blocker, blocked string) table.Key {
 	return table.Key{PK: "BLOCK#" + blocker, SK: blocked}
 }
 func muteKey(muter, muted string) table.Key { return table.Key{PK: "MUTE#" + muter, SK: muted} }
+
+func notifKey(user, id string) table.Key     { return table.Key{PK: "NOTIF#" + user, SK: "N#" + id} }
+func notifRefKey(user, ref string) table.Key { return table.Key{PK: "NOTIF#" + user, SK: "REF#" + ref} }
+func unreadPK(user string) string            { return "UNREAD#" + user }
 
 func idempotencyKey(caller, keyHash string) table.Key {
 	return table.Key{PK: "IDEM#" + caller + "#" + keyHash, SK: "-"}

@@ -44,6 +44,10 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}/posts", s.authed(s.authorPosts))
 	s.mux.Handle("GET /v1/tags/{tag}/posts", s.authed(s.tagPosts))
 
+	s.mux.Handle("GET /v1/notifications", s.authed(s.listNotifications))
+	s.mux.Handle("GET /v1/notifications/unread_count", s.authed(s.unreadCount))
+	s.mux.Handle("POST /v1/notifications/read", s.authed(s.markRead))
+
 	// Operations of the event pipeline, server-scope tokens only.
 	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
 	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))

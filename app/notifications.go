@@ -1,0 +1,271 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+)
+
+// Notification is a notification as the API shows it.
+type Notification struct {
+	ID        string         `json:"id"`
+	Type      string         `json:"type"` // follow, like, comment, mention
+	Actor     rookery.Author `json:"actor"`
+	PostID    *string        `json:"post_id"`
+	CommentID *string        `json:"comment_id"`
+	CreatedAt rookery.Time   `json:"created_at"`
+	Read      bool           `json:"read"`
+}
+
+// NotificationsGroup is the consumer group that creates notifications.
+const NotificationsGroup = "notifications"
+
+// notice is one notification to create.
+type notice struct {
+	recipient, typ, actor, post, comment, ref string
+	at                                        time.Time
+}
+
+// ApplyNotifications is the notifications consumer's handler. FollowCreated notifies the followee,
+// LikeCreated and CommentCreated the post's author, PostCreated every user it mentions; LikeDeleted
+// removes the like's notification if it is still unread. Nobody is notified of their own action or
+// by a user they have blocked. It is idempotent: a notification's id is its event's id, written
+// with a conditional put.
+func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
+	const op rookery.Op = "app.ApplyNotifications"
+	var notices []notice
+	at := ev.OccurredAt.Time
+	switch ev.Type {
+	case FollowCreated:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		notices = append(notices, notice{recipient: p.FolloweeID, typ: "follow", actor: p.FollowerID, at: at})
+	case LikeCreated:
+		var p LikePayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		notices = append(notices, notice{recipient: p.AuthorID, typ: "like", actor: p.UserID, post: p.PostID, ref: "like:" + p.PostID + ":" + p.UserID, at: at})
+	case LikeDeleted:
+		var p LikePayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.removeUnreadLike(ctx, p.AuthorID, "like:"+p.PostID+":"+p.UserID)
+	case CommentCreated:
+		var p CommentPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		notices = append(notices, notice{recipient: p.PostOwner, typ: "comment", actor: p.AuthorID, post: p.PostID, comment: p.CommentID, at: at})
+	case PostCreated:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		post, err := a.table.Get(ctx, postKey(p.PostID))
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil // deleted since
+		} else if err != nil {
+			return err
+		}
+		for _, m := range post.Strings("mentions") {
+			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
+		}
+	default:
+		return nil
+	}
+	for i, n := range notices {
+		if err := a.notify(ctx, ev.ID, i, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notify creates one notification (idempotently) unless its recipient is its actor or has
+// blocked the actor.
+func (a *App) notify(ctx context.Context, eventID string, i int, n notice) error {
+	if n.recipient == "" || n.recipient == n.actor {
+		return nil
+	}
+	if err := a.blockedBy(ctx, "app.notify", n.recipient, n.actor); rookery.IsKind(err, rookery.Forbidden) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	id := eventID
+	if i > 0 { // one event, several recipients (mentions): each gets its own id
+		id = eventID + "-" + string(rune('a'+i%26))
+	}
+	k := notifKey(n.recipient, id)
+	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "type": n.typ, "actor_id": n.actor,
+		"created_at": n.at.UnixMilli(), "read": false, "GSI2PK": unreadPK(n.recipient), "GSI2SK": id}
+	if n.post != "" {
+		item["post_id"] = n.post
+	}
+	if n.comment != "" {
+		item["comment_id"] = n.comment
+	}
+	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
+	if n.ref != "" {
+		r := notifRefKey(n.recipient, n.ref)
+		writes = append(writes, table.PutWrite(table.Item{table.PK: r.PK, table.SK: r.SK, "sk": k.SK}))
+	}
+	err := a.table.TransactWrite(ctx, writes)
+	if rookery.IsKind(err, rookery.Conflict) {
+		return nil // created before
+	}
+	return err
+}
+
+// removeUnreadLike deletes the notification of a like that was undone, if it is still unread.
+func (a *App) removeUnreadLike(ctx context.Context, recipient, ref string) error {
+	r := notifRefKey(recipient, ref)
+	it, err := a.table.Get(ctx, r)
+	if rookery.IsKind(err, rookery.NotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	err = a.table.TransactWrite(ctx, []table.Write{
+		table.DeleteWrite(table.Key{PK: r.PK, SK: it.String("sk")}, table.Compare("read", table.OpEq, false)),
+		table.DeleteWrite(r),
+	})
+	if rookery.IsKind(err, rookery.Conflict) {
+		return a.table.Delete(ctx, r) // read already (or gone): it stays; only the ref goes
+	}
+	return err
+}
+
+// Notifications lists the caller's notifications, newest first (only unread ones if unread).
+func (a *App) Notifications(ctx context.Context, unread bool, cursor string, limit int) (Page[Notification], error) {
+	const op rookery.Op = "app.Notifications"
+	user, err := actingUser(ctx, op)
+	if err != nil {
+		return Page[Notification]{}, err
+	}
+	if limit < 1 || limit > 100 {
+		return Page[Notification]{}, rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	}
+	q := table.Query{PK: "NOTIF#" + user, SK: table.SKCond{Op: table.SKBeginsWith, Value: "N#"}, Desc: true, Limit: limit, Cursor: cursor}
+	if unread {
+		q = table.Query{Index: "GSI2", PK: unreadPK(user), Desc: true, Limit: limit, Cursor: cursor}
+	}
+	p, err := a.table.Query(ctx, q)
+	if err != nil {
+		return Page[Notification]{}, err
+	}
+	var keys []table.Key
+	for _, it := range p.Items {
+		keys = append(keys, userKey(it.String("actor_id")))
+	}
+	actors := map[string]rookery.Author{}
+	if len(keys) > 0 {
+		got, err := a.table.BatchGet(ctx, keys)
+		if err != nil {
+			return Page[Notification]{}, err
+		}
+		for _, u := range got {
+			if u != nil {
+				actors[u.String("id")] = authorOf(u)
+			}
+		}
+	}
+	out := Page[Notification]{Items: make([]Notification, 0, len(p.Items)), Next: p.Next}
+	for _, it := range p.Items {
+		n := Notification{ID: it.String("id"), Type: it.String("type"), Actor: actors[it.String("actor_id")],
+			CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()}, Read: it.Bool("read")}
+		if v := it.String("post_id"); v != "" {
+			n.PostID = &v
+		}
+		if v := it.String("comment_id"); v != "" {
+			n.CommentID = &v
+		}
+		out.Items = append(out.Items, n)
+	}
+	return out, nil
+}
+
+// maxUnreadCount caps the unread count (shown as that many or more).
+const maxUnreadCount = 1000
+
+// UnreadCount counts the caller's unread notifications, up to maxUnreadCount.
+func (a *App) UnreadCount(ctx context.Context) (int, error) {
+	const op rookery.Op = "app.UnreadCount"
+	user, err := actingUser(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	p, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: unreadPK(user), Limit: maxUnreadCount})
+	if err != nil {
+		return 0, err
+	}
+	return len(p.Items), nil
+}
+
+// MarkRead marks the caller's notifications with the given ids read, or all of them.
+func (a *App) MarkRead(ctx context.Context, ids []string, all bool) error {
+	const op rookery.Op = "app.MarkRead"
+	user, err := actingUser(ctx, op)
+	if err != nil {
+		return err
+	}
+	if all == (len(ids) > 0) || len(ids) > 100 {
+		return rookery.FieldErrors{{Name: "ids", Reason: "give up to 100 ids, or all: true"}}.Err(op)
+	}
+	if all {
+		for range 100 { // at most 100 pages of 100 per request
+			p, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: unreadPK(user), Limit: 100})
+			if err != nil {
+				return err
+			}
+			if len(p.Items) == 0 {
+				return nil
+			}
+			for _, it := range p.Items {
+				ids = append(ids, it.String("id"))
+			}
+			if err := a.markRead(ctx, user, ids); err != nil {
+				return err
+			}
+			ids = ids[:0]
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if !validNotifID(id) {
+			return rookery.FieldErrors{{Name: "ids", Reason: "holds an id that is not a notification id"}}.Err(op)
+		}
+	}
+	return a.markRead(ctx, user, ids)
+}
+
+// validNotifID: an event id, possibly with a -suffix: 1..80 letters, digits and -.
+func validNotifID(id string) bool {
+	if id == "" || len(id) > 80 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *App) markRead(ctx context.Context, user string, ids []string) error {
+	for _, id := range ids {
+		_, err := a.table.Update(ctx, notifKey(user, id), table.Update{Set: map[string]any{"read": true}, Remove: []string{"GSI2PK", "GSI2SK"}}, table.Exists(table.PK))
+		if err != nil && !rookery.IsKind(err, rookery.Conflict) { // an unknown id is skipped
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func notifTypes(items any) string {
+	var out []string
+	for _, it := range items.([]any) {
+		n := it.(map[string]any)
+		out = append(out, n["type"].(string)+":"+n["actor"].(map[string]any)["id"].(string))
+	}
+	return strings.Join(out, ",")
+}
+
+func TestNotificationsThroughHTTP(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob, carol, dave := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false), token(t, "dave", false)
+	f.want(f.do("PUT", "/v1/users/alice/blocks/dave", alice, ""), 204, "")
+
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")                  // follow
+	post := f.do("POST", "/v1/posts", alice, `{"text":"hello @carol"}`).body["id"].(string) // carol: mention
+	f.want(f.do("PUT", "/v1/posts/"+post+"/likes/bob", bob, ""), 200, "")                   // like
+	f.want(f.do("POST", "/v1/posts/"+post+"/comments", carol, `{"text":"hi!"}`), 201, "")   // comment
+	f.want(f.do("PUT", "/v1/posts/"+post+"/likes/alice", alice, ""), 200, "")               // own: nothing
+	f.want(f.do("PUT", "/v1/posts/"+post+"/likes/carol", carol, ""), 200, "")               // like, then undone
+	f.want(f.do("DELETE", "/v1/posts/"+post+"/likes/carol", carol, ""), 204, "")
+	f.want(f.do("PUT", "/v1/users/dave/following/carol", dave, ""), 200, "") // carol: follow by dave
+
+	eventuallyHTTP(t, "alice's notifications", func() error {
+		r := f.do("GET", "/v1/notifications", alice, "")
+		if got := notifTypes(r.body["items"]); got != "comment:carol,like:bob,follow:bob" {
+			return fmt.Errorf("alice has %s", got)
+		}
+		return nil
+	})
+	eventuallyHTTP(t, "carol's notifications", func() error {
+		if got := notifTypes(f.do("GET", "/v1/notifications", carol, "").body["items"]); got != "follow:dave,mention:alice" {
+			return fmt.Errorf("carol has %s", got)
+		}
+		return nil
+	})
+	r := f.do("GET", "/v1/notifications", alice, "")
+	items := r.body["items"].([]any)
+	comment := items[0].(map[string]any)
+	if comment["post_id"] != post || comment["comment_id"] == nil || comment["read"] != false {
+		t.Fatalf("comment notification = %v", comment)
+	}
+	if items[2].(map[string]any)["post_id"] != nil {
+		t.Fatalf("a follow notification has a post: %v", items[2])
+	}
+	if c := f.do("GET", "/v1/notifications/unread_count", alice, "").body["count"]; c != float64(3) {
+		t.Fatalf("unread count = %v", c)
+	}
+	// Mark one read, then all.
+	f.want(f.do("POST", "/v1/notifications/read", alice, `{"ids":["`+comment["id"].(string)+`"]}`), 204, "")
+	if got := notifTypes(f.do("GET", "/v1/notifications?unread=true", alice, "").body["items"]); got != "like:bob,follow:bob" {
+		t.Fatalf("unread after marking one = %s", got)
+	}
+	f.want(f.do("POST", "/v1/notifications/read", alice, `{"all":true}`), 204, "")
+	if c := f.do("GET", "/v1/notifications/unread_count", alice, "").body["count"]; c != float64(0) {
+		t.Fatalf("unread count after all = %v", c)
+	}
+	if r := f.do("GET", "/v1/notifications", alice, ""); !strings.Contains(r.raw, `"read":true`) || strings.Contains(r.raw, `"read":false`) {
+		t.Fatalf("after marking all read: %s", r.raw)
+	}
+	// A like undone after it was read leaves its (read) notification.
+	f.want(f.do("DELETE", "/v1/posts/"+post+"/likes/bob", bob, ""), 204, "")
+	f.want(f.do("POST", "/v1/notifications/read", alice, `{}`), 400, "invalid")
+	f.want(f.do("POST", "/v1/notifications/read", alice, `{"ids":["a#b"]}`), 400, "invalid")
+	f.want(f.do("GET", "/v1/notifications?unread=maybe", alice, ""), 400, "invalid")
+	f.want(f.do("GET", "/v1/notifications", server, ""), 400, "invalid") // a server token must name a user
+	if got := notifTypes(f.do("GET", "/v1/notifications", server, "", "X-On-Behalf-Of", "carol").body["items"]); got != "follow:dave,mention:alice" {
+		t.Fatalf("server on behalf of carol sees %s", got)
+	}
+	eventuallyHTTP(t, "the read like notification stays", func() error {
+		if got := notifTypes(f.do("GET", "/v1/notifications", alice, "").body["items"]); got != "comment:carol,like:bob,follow:bob" {
+			return fmt.Errorf("alice has %s", got)
+		}
+		return nil
+	})
+}
