@@ -41,7 +41,7 @@ var backends = map[string]func(t *testing.T) table.Table{
 	},
 }
 
-// TestCountsAreExactUnderConcurrencyAndRedelivery hammers follows and unfollows from many
+// TestCountsAreExactUnderConcurrencyAndRedelivery hammers follows, unfollows, likes and unlikes from many
 // goroutines while the counters consumer runs over a log that delivers every event twice; once the
 // pipeline has drained, every user's follower_count and following_count equals the true number of
 // edges.
@@ -63,10 +63,17 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
 
 			const users = 8
+			posts := make([]string, users)
 			for i := range users {
 				if _, _, err := a.PutUser(server, fmt.Sprintf("u%d", i), app.UserInput{Username: fmt.Sprintf("user%d", i)}); err != nil {
 					t.Fatal(err)
 				}
+				as := rookery.WithCaller(ctx, rookery.Caller{UserID: fmt.Sprintf("u%d", i)})
+				p, _, err := a.CreatePost(as, app.PostInput{Text: "post"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				posts[i] = p.ID
 			}
 			pctx, stop := context.WithCancel(ctx)
 			var wg sync.WaitGroup
@@ -96,10 +103,15 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 						}
 						id, target := fmt.Sprintf("u%d", from), fmt.Sprintf("u%d", to)
 						var err error
-						if r.IntN(3) < 2 {
+						switch r.IntN(6) {
+						case 0, 1:
 							_, err = a.Follow(server, id, target)
-						} else {
+						case 2:
 							err = a.Unfollow(server, id, target)
+						case 3, 4:
+							err = a.LikePost(server, posts[to], id)
+						default:
+							err = a.UnlikePost(server, posts[to], id)
 						}
 						if err != nil && !rookery.IsKind(err, rookery.Unavailable) {
 							t.Errorf("%s -> %s: %v", id, target, err)
@@ -138,7 +150,22 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 					}
 				}
 			}
+			likes := 0
 			for i := range users {
+				p, err := a.Post(server, posts[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want int64
+				for j := range users {
+					if _, err := tab.Get(ctx, table.Key{PK: "POST#" + posts[i], SK: fmt.Sprintf("LIKE#u%d", j)}); err == nil {
+						want++
+					}
+				}
+				likes += int(want)
+				if p.LikeCount != want {
+					t.Errorf("post of u%d: like_count %d (true %d)", i, p.LikeCount, want)
+				}
 				u, err := a.User(server, fmt.Sprintf("u%d", i))
 				if err != nil {
 					t.Fatal(err)
@@ -150,7 +177,7 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 			if dl, _ := raw.DeadLetters(ctx, app.CountersGroup, "", 10); len(dl) != 0 {
 				t.Fatalf("dead letters: %+v", dl)
 			}
-			t.Logf("%d edges after %d concurrent operations, every event delivered twice: all counts exact", edges, ops)
+			t.Logf("%d follow edges and %d likes after %d concurrent operations, every event delivered twice: all counts exact", edges, likes, ops)
 		})
 	}
 }
