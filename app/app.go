@@ -30,11 +30,12 @@ type App struct {
 	outbox *events.Outbox
 	clock  rookery.Clock
 	ids    rookery.IDSource
+	hot    *hotCounters
 }
 
 // New returns the App over d.
 func New(d Deps) *App {
-	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs}
+	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table)}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.

@@ -217,12 +217,14 @@ const CountersGroup = "counters"
 // ApplyCounts is the counters consumer's handler: FollowCreated adds one to the follower's
 // following_count and the followee's follower_count, FollowDeleted takes one away; PostCreated and
 // PostDeleted move the author's post_count, LikeCreated and LikeDeleted the post's like_count,
-// CommentCreated and CommentDeleted its comment_count.
+// CommentCreated and CommentDeleted its comment_count (those two batched: see hotCounters).
 // A count of an item that no longer exists is skipped. It is
 // idempotent: the increments and a record that the event was applied commit together, so a
 // redelivered event changes nothing. Other event types are ignored.
 func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyCounts"
+	applied := appliedKey(CountersGroup, ev.ID)
+	record := table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))
 	var counts []table.Write
 	add := func(user, attr string, delta int64) {
 		counts = append(counts, table.UpdateWrite(userKey(user), table.Update{Add: map[string]int64{attr: delta}}, table.Exists(table.PK)))
@@ -248,7 +250,7 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 		if ev.Type == LikeDeleted {
 			delta = -1
 		}
-		counts = append(counts, table.UpdateWrite(postKey(p.PostID), table.Update{Add: map[string]int64{"like_count": delta}}, table.Exists(table.PK)))
+		return a.hot.add(ctx, postKey(p.PostID), record, "like_count", delta)
 	case CommentCreated, CommentDeleted:
 		var p CommentPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
@@ -258,7 +260,7 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 		if ev.Type == CommentDeleted {
 			delta = -1
 		}
-		counts = append(counts, table.UpdateWrite(postKey(p.PostID), table.Update{Add: map[string]int64{"comment_count": delta}}, table.Exists(table.PK)))
+		return a.hot.add(ctx, postKey(p.PostID), record, "comment_count", delta)
 	case PostCreated, PostDeleted:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {
@@ -272,8 +274,6 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 	default:
 		return nil
 	}
-	applied := appliedKey(CountersGroup, ev.ID)
-	record := table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))
 	// A count whose item is gone (a post deleted since) is dropped and the rest applied.
 	for {
 		err := a.table.TransactWrite(ctx, append([]table.Write{record}, counts...))
@@ -294,7 +294,8 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
 	return []events.Consumer{
-		{Group: CountersGroup, Handle: a.ApplyCounts},
+		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
+		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
 	}
 }

@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery/table"
+)
+
+// hotCounters batches the increments of post counters (like_count, comment_count), the hottest
+// items of the table: a post liked thousands of times a second must not take a write per like.
+// It is group commit for counters: the increments that arrive for one post within batchWindow join
+// one transaction, which writes every event's applied record and one summed increment. Each
+// caller returns only when its batch has committed, so an acknowledged event is always counted,
+// and the applied records keep redeliveries from counting twice.
+type hotCounters struct {
+	table   table.Table
+	mu      sync.Mutex
+	pending map[table.Key]*counterBatch // the batch gathering increments, per post item
+}
+
+// batchWindow is how long the first increment of a batch waits for others; maxBatch keeps a batch
+// within one transaction (the increment takes the last place).
+const (
+	batchWindow = 2 * time.Millisecond
+	maxBatch    = table.MaxTransact - 1
+)
+
+type counterBatch struct {
+	entries []counterEntry
+	done    chan struct{}
+	err     error
+}
+
+type counterEntry struct {
+	applied table.Write // the event's applied record, a conditional put
+	attr    string
+	delta   int64
+}
+
+func newHotCounters(t table.Table) *hotCounters {
+	return &hotCounters{table: t, pending: map[table.Key]*counterBatch{}}
+}
+
+// add counts delta on attribute attr of item k for the event whose applied record is applied, and
+// returns when that is committed (or skipped: the event was applied before, or the item is gone).
+func (h *hotCounters) add(ctx context.Context, k table.Key, applied table.Write, attr string, delta int64) error {
+	h.mu.Lock()
+	b, leader := h.pending[k], false
+	if b == nil || len(b.entries) >= maxBatch {
+		b, leader = &counterBatch{done: make(chan struct{})}, true
+		h.pending[k] = b
+	}
+	b.entries = append(b.entries, counterEntry{applied: applied, attr: attr, delta: delta})
+	h.mu.Unlock()
+	if !leader {
+		select {
+		case <-b.done:
+			return b.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	t := time.NewTimer(batchWindow)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	h.mu.Lock()
+	if h.pending[k] == b {
+		delete(h.pending, k)
+	}
+	entries := b.entries
+	h.mu.Unlock()
+	b.err = h.commit(context.WithoutCancel(ctx), k, entries)
+	close(b.done)
+	return b.err
+}
+
+// commit writes entries' applied records and their summed increments in one transaction. An
+// entry whose event was applied before is dropped; if the item is gone, only the records are
+// written.
+func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counterEntry) error {
+	withCount := true
+	for {
+		writes := make([]table.Write, 0, len(entries)+1)
+		sums := map[string]int64{}
+		for _, e := range entries {
+			writes = append(writes, e.applied)
+			sums[e.attr] += e.delta
+		}
+		if withCount && len(entries) > 0 {
+			writes = append(writes, table.UpdateWrite(k, table.Update{Add: sums}, table.Exists(table.PK)))
+		}
+		if len(writes) == 0 {
+			return nil
+		}
+		err := h.table.TransactWrite(ctx, writes)
+		var ce *table.ConditionError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ce) && ce.Index < len(entries):
+			entries = append(entries[:ce.Index:ce.Index], entries[ce.Index+1:]...) // applied before
+		case errors.As(err, &ce):
+			withCount = false // the post is gone: nothing to count on
+		default:
+			return err
+		}
+	}
+}
