@@ -30,7 +30,8 @@ type notice struct {
 }
 
 // ApplyNotifications is the notifications consumer's handler. FollowCreated notifies the followee,
-// LikeCreated and CommentCreated the post's author, PostCreated every user it mentions; LikeDeleted
+// LikeCreated and CommentCreated the post's author, PostCreated every user it mentions and
+// PostEdited every user it mentions for the first time; LikeDeleted
 // removes the like's notification if it is still unread. Nobody is notified of their own action or
 // by a user they have blocked. It is idempotent: a notification's id is its event's id, written
 // with a conditional put.
@@ -75,6 +76,14 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 			return err
 		}
 		for _, m := range post.Strings("mentions") {
+			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
+		}
+	case PostEdited:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		for _, m := range p.NewMentions {
 			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
 		}
 	default:

@@ -30,6 +30,8 @@ type PostPayload struct {
 	AuthorID   string       `json:"author_id"`
 	Visibility string       `json:"visibility"`
 	CreatedAt  rookery.Time `json:"created_at"`
+	// NewMentions (PostEdited only) are the users the edit mentions for the first time.
+	NewMentions []string `json:"new_mentions,omitempty"`
 }
 
 // PostInput is the body of POST /v1/posts.
@@ -444,7 +446,13 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 			writes = append(writes, table.PutWrite(tagItem(id, t, author, created)))
 		}
 	}
-	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: old.String("visibility"), CreatedAt: rookery.Time{Time: created}}, now)
+	var newMentions []string
+	for _, m := range mentions {
+		if !slices.Contains(old.Strings("mentions"), m) {
+			newMentions = append(newMentions, m)
+		}
+	}
+	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: old.String("visibility"), CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}

@@ -79,6 +79,17 @@ func TestNotificationsThroughHTTP(t *testing.T) {
 	if got := notifTypes(f.do("GET", "/v1/notifications", server, "", "X-On-Behalf-Of", "carol").body["items"]); got != "follow:dave,mention:alice" {
 		t.Fatalf("server on behalf of carol sees %s", got)
 	}
+	// An edit that adds a mention notifies the newly mentioned user only.
+	f.want(f.do("PATCH", "/v1/posts/"+post, alice, `{"text":"hello @carol and @bob"}`), 200, "")
+	eventuallyHTTP(t, "mention by edit", func() error {
+		if got := notifTypes(f.do("GET", "/v1/notifications", bob, "").body["items"]); got != "mention:alice" {
+			return fmt.Errorf("bob has %s", got)
+		}
+		if got := notifTypes(f.do("GET", "/v1/notifications", carol, "").body["items"]); got != "follow:dave,mention:alice" {
+			return fmt.Errorf("carol has %s", got)
+		}
+		return nil
+	})
 	eventuallyHTTP(t, "the read like notification stays", func() error {
 		if got := notifTypes(f.do("GET", "/v1/notifications", alice, "").body["items"]); got != "comment:carol,like:bob,follow:bob" {
 			return fmt.Errorf("alice has %s", got)
