@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -202,4 +203,24 @@ func (s *server) problemStatus(w http.ResponseWriter, r *http.Request, status in
 		Type: "urn:rookery:problem:invalid", Title: http.StatusText(status), Status: status,
 		Detail: detail, Code: rookery.Invalid.String(), ID: requestIDFrom(r.Context()),
 	})
+}
+
+// serveCreate answers a create request: it decodes the body into an In, calls create, and
+// encodes the result with 201 if it was created, 200 if it already existed (a retry).
+func serveCreate[In, Out any](s *server, w http.ResponseWriter, r *http.Request, create func(ctx context.Context, in In) (Out, bool, error)) {
+	var in In
+	if err := decode(r, &in); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out, created, err := create(r.Context(), in)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	encode(w, status, out)
 }

@@ -9,21 +9,7 @@ import (
 )
 
 func (s *server) createPost(w http.ResponseWriter, r *http.Request) {
-	var in app.PostInput
-	if err := decode(r, &in); err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	p, created, err := s.App.CreatePost(r.Context(), in)
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	encode(w, status, p)
+	serveCreate(s, w, r, s.App.CreatePost)
 }
 
 func (s *server) getPost(w http.ResponseWriter, r *http.Request) {
@@ -90,21 +76,9 @@ func (s *server) listLikes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) addComment(w http.ResponseWriter, r *http.Request) {
-	var in app.CommentInput
-	if err := decode(r, &in); err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	c, created, err := s.App.AddComment(r.Context(), r.PathValue("id"), in)
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	encode(w, status, c)
+	serveCreate(s, w, r, func(ctx context.Context, in app.CommentInput) (app.Comment, bool, error) {
+		return s.App.AddComment(ctx, r.PathValue("id"), in)
+	})
 }
 
 func (s *server) listComments(w http.ResponseWriter, r *http.Request) {

@@ -1,27 +1,17 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 )
 
 func (s *server) putUser(w http.ResponseWriter, r *http.Request) {
-	var in app.UserInput
-	if err := decode(r, &in); err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	u, created, err := s.App.PutUser(r.Context(), r.PathValue("id"), in)
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	encode(w, status, u)
+	serveCreate(s, w, r, func(ctx context.Context, in app.UserInput) (rookery.User, bool, error) {
+		return s.App.PutUser(ctx, r.PathValue("id"), in)
+	})
 }
 
 func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
