@@ -1,0 +1,324 @@
+// Package tablestore keeps home timelines in the table (seed 003/004 FeedItem partitions), so they
+// live in Pebble or DynamoDB like everything else.
+//
+//	marker   FEED#<user>  #                      the timeline exists
+//	entry    FEED#<user>  <13-digit ms>#<post>   post_id, author_id, at, ttl;
+//	                                             GSI4 POST#<post> / FEED#<user>  (timelines holding a post)
+//
+// Entries sort by time then post id, so a descending query is the timeline newest first. The
+// marker sorts before every entry ('#' < '0'). RemovePost queries GSI4 for the copies of a post and
+// deletes them: O(copies), never a scan. Trimming to the cap is amortized: a push trims a timeline
+// with probability 1/trimEvery (decided by a hash, so redeliveries agree), and reads never show more
+// than the cap.
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+)
+
+// Options configure a Store.
+type Options struct {
+	Cap int           // entries kept per timeline; 0 means timeline.DefaultCap
+	TTL time.Duration // entries expire this long after their post; 0 means 30 days
+}
+
+// Store is a timeline.Store on a table.
+type Store struct {
+	t   table.Table
+	cap int
+	ttl time.Duration
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// trimEvery: a push trims a given timeline once in this many pushes on average.
+const trimEvery = 16
+
+// New returns a Store on t.
+func New(t table.Table, o Options) *Store {
+	if o.Cap <= 0 {
+		o.Cap = timeline.DefaultCap
+	}
+	if o.TTL <= 0 {
+		o.TTL = 30 * 24 * time.Hour
+	}
+	return &Store{t: t, cap: o.Cap, ttl: o.TTL}
+}
+
+const marker = "#"
+
+func feedPK(user string) string { return "FEED#" + user }
+
+func entrySK(e timeline.Entry) string { return fmt.Sprintf("%013d#%s", e.At.UnixMilli(), e.PostID) }
+
+func (s *Store) entryItem(user string, e timeline.Entry) table.Item {
+	return table.Item{
+		table.PK: feedPK(user), table.SK: entrySK(e), "post_id": e.PostID, "author_id": e.AuthorID,
+		"at": e.At.UnixMilli(), table.TTL: e.At.Add(s.ttl).Unix(),
+		"GSI4PK": "POST#" + e.PostID, "GSI4SK": feedPK(user),
+	}
+}
+
+func checkUser(op rookery.Op, user string) error {
+	if !rookery.ValidUserID(user) {
+		return rookery.E(op, rookery.Invalid, "not a user id")
+	}
+	return nil
+}
+
+// Push implements timeline.Store.
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
+	const op rookery.Op = "tablestore.Push"
+	for chunk := range slices.Chunk(users, table.MaxBatchGet) {
+		keys := make([]table.Key, len(chunk))
+		for i, u := range chunk {
+			if err := checkUser(op, u); err != nil {
+				return err
+			}
+			keys[i] = table.Key{PK: feedPK(u), SK: marker}
+		}
+		markers, err := s.t.BatchGet(ctx, keys)
+		if err != nil {
+			return err
+		}
+		var writes []table.Write
+		var trim []string
+		for i, m := range markers {
+			if m == nil {
+				continue // no timeline: it is built on its next read
+			}
+			writes = append(writes, table.PutWrite(s.entryItem(chunk[i], e)))
+			if trimDue(chunk[i], e.PostID) {
+				trim = append(trim, chunk[i])
+			}
+		}
+		for ws := range slices.Chunk(writes, table.MaxTransact) {
+			if err := s.t.TransactWrite(ctx, ws); err != nil {
+				return err
+			}
+		}
+		for _, u := range trim {
+			if err := s.trim(ctx, u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func trimDue(user, post string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(user + "\x00" + post))
+	return h.Sum32()%trimEvery == 0
+}
+
+// trim deletes the entries of user's timeline past the cap.
+func (s *Store) trim(ctx context.Context, user string) error {
+	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: true, Limit: table.MaxQueryLimit}
+	seen := 0
+	for {
+		p, err := s.t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		var dels []table.Write
+		for _, it := range p.Items {
+			seen++
+			if seen > s.cap {
+				dels = append(dels, table.DeleteWrite(it.Key()))
+			}
+		}
+		for ws := range slices.Chunk(dels, table.MaxTransact) {
+			if err := s.t.TransactWrite(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
+}
+
+// Page implements timeline.Store. Its cursor is the count of entries already read and the table's
+// cursor, so that reading stops at the cap.
+func (s *Store) Page(ctx context.Context, user, cursor string, limit int) (timeline.Page, error) {
+	const op rookery.Op = "tablestore.Page"
+	if err := checkUser(op, user); err != nil {
+		return timeline.Page{}, err
+	}
+	if limit < 1 || limit > 100 {
+		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
+	}
+	read, tcursor := 0, ""
+	if cursor != "" {
+		n, rest, ok := strings.Cut(cursor, ".")
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil || v < 0 || rest == "" {
+			return timeline.Page{}, rookery.E(op, rookery.Invalid, "malformed cursor")
+		}
+		read, tcursor = v, rest
+	} else {
+		ok, err := s.Exists(ctx, user)
+		if err != nil || !ok {
+			return timeline.Page{}, err
+		}
+	}
+	page := timeline.Page{Exists: true}
+	limit = min(limit, s.cap-read)
+	if limit <= 0 {
+		return page, nil
+	}
+	p, err := s.t.Query(ctx, table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: true, Limit: limit, Cursor: tcursor})
+	if err != nil {
+		return timeline.Page{}, err
+	}
+	for _, it := range p.Items {
+		page.Entries = append(page.Entries, timeline.Entry{PostID: it.String("post_id"), AuthorID: it.String("author_id"), At: time.UnixMilli(it.Int("at")).UTC()})
+	}
+	if p.Next != "" && read+len(p.Items) < s.cap {
+		page.Next = strconv.Itoa(read+len(p.Items)) + "." + p.Next
+	}
+	return page, nil
+}
+
+// Exists implements timeline.Store.
+func (s *Store) Exists(ctx context.Context, user string) (bool, error) {
+	if err := checkUser("tablestore.Exists", user); err != nil {
+		return false, err
+	}
+	_, err := s.t.Get(ctx, table.Key{PK: feedPK(user), SK: marker})
+	if rookery.IsKind(err, rookery.NotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Create implements timeline.Store: it deletes what the timeline held, then writes the marker and
+// the newest cap entries.
+func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "tablestore.Create"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Limit: table.MaxQueryLimit}
+	for {
+		p, err := s.t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		var dels []table.Write
+		for _, it := range p.Items {
+			dels = append(dels, table.DeleteWrite(it.Key()))
+		}
+		for ws := range slices.Chunk(dels, table.MaxTransact) {
+			if err := s.t.TransactWrite(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	es := slices.Clone(entries)
+	slices.SortFunc(es, func(a, b timeline.Entry) int { return strings.Compare(entrySK(b), entrySK(a)) })
+	es = slices.CompactFunc(es, func(a, b timeline.Entry) bool { return a.PostID == b.PostID })
+	if len(es) > s.cap {
+		es = es[:s.cap]
+	}
+	writes := []table.Write{table.PutWrite(table.Item{table.PK: feedPK(user), table.SK: marker})}
+	for _, e := range es {
+		writes = append(writes, table.PutWrite(s.entryItem(user, e)))
+	}
+	for ws := range slices.Chunk(writes, table.MaxTransact) {
+		if err := s.t.TransactWrite(ctx, ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove implements timeline.Store: it finds the entry through the post index.
+func (s *Store) Remove(ctx context.Context, user, postID string) error {
+	if err := checkUser("tablestore.Remove", user); err != nil {
+		return err
+	}
+	return s.removeCopies(ctx, postID, func(u string) bool { return u == user })
+}
+
+// RemovePost implements timeline.Store.
+func (s *Store) RemovePost(ctx context.Context, postID string) error {
+	return s.removeCopies(ctx, postID, func(string) bool { return true })
+}
+
+// removeCopies deletes the copies of post in the timelines of the users keep selects, found
+// through GSI4 (eventually consistent on DynamoDB: a copy written in the last instant may be
+// missed, and the read path hides deleted posts regardless).
+func (s *Store) removeCopies(ctx context.Context, postID string, keep func(user string) bool) error {
+	if postID == "" || strings.ContainsAny(postID, "#") {
+		return rookery.E(rookery.Op("tablestore.Remove"), rookery.Invalid, "not a post id")
+	}
+	q := table.Query{Index: "GSI4", PK: "POST#" + postID, Limit: table.MaxQueryLimit}
+	for {
+		p, err := s.t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		var dels []table.Write
+		for _, it := range p.Items {
+			if keep(strings.TrimPrefix(it.String(table.PK), "FEED#")) {
+				dels = append(dels, table.DeleteWrite(it.Key()))
+			}
+		}
+		for ws := range slices.Chunk(dels, table.MaxTransact) {
+			if err := s.t.TransactWrite(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
+}
+
+// RemoveAuthor implements timeline.Store: it reads the timeline (at most the cap, and what
+// trimming has not caught up with) and deletes the author's entries.
+func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
+	if err := checkUser("tablestore.RemoveAuthor", user); err != nil {
+		return err
+	}
+	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Limit: table.MaxQueryLimit}
+	for {
+		p, err := s.t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		var dels []table.Write
+		for _, it := range p.Items {
+			if it.String("author_id") == author {
+				dels = append(dels, table.DeleteWrite(it.Key()))
+			}
+		}
+		for ws := range slices.Chunk(dels, table.MaxTransact) {
+			if err := s.t.TransactWrite(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
+}

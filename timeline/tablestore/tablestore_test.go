@@ -1,0 +1,44 @@
+package tablestore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/dynamo/dynamotest"
+	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/tablestore"
+	"github.com/rookery/rookery/timeline/timelinetest"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+// The clock is fixed before the test entries' times, so their 30-day TTL never expires them.
+var clock = rookery.ClockFunc(func() time.Time { return time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC) })
+
+func TestConformancePebble(t *testing.T) {
+	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap})
+	})
+}
+
+func TestConformanceDynamoDB(t *testing.T) {
+	client := dynamotest.Client(t)
+	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+		var db table.Table
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap})
+	})
+}

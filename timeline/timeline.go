@@ -1,0 +1,62 @@
+// Package timeline defines the store of home timelines (DESIGN decision 3): per user, references to
+// the posts of the people they follow, newest first, capped. Posts are hydrated at read time, so an
+// entry is only a reference (post id, author id, time). Backends: table-backed (timeline/table, on
+// the table interface: Pebble or DynamoDB) and Redis sorted sets; timelinetest is the conformance
+// suite both run.
+//
+// A timeline either exists or does not. Push adds only to timelines that exist; a missing timeline
+// (a new user, a reader inactive for long, Redis restarted) is rebuilt whole by the read path with
+// Create, so a timeline that exists is never missing what fan-out delivered after it was created.
+package timeline
+
+import (
+	"context"
+	"time"
+)
+
+// Entry references one post in a timeline. Entries are ordered newest first by At, then by PostID.
+type Entry struct {
+	PostID   string
+	AuthorID string
+	At       time.Time // the post's creation time, to the millisecond
+}
+
+// Page is one page of a timeline.
+type Page struct {
+	Entries []Entry
+	Next    string // "" on the last page
+	Exists  bool   // false if the timeline does not exist (Entries is then empty)
+}
+
+// DefaultCap is how many entries a timeline keeps.
+const DefaultCap = 800
+
+// Store keeps home timelines. Implementations are safe for concurrent use. Errors are
+// *rookery.Error: Invalid for malformed arguments or a bad cursor, Unavailable when the backend is
+// down (safe to retry), Internal otherwise.
+type Store interface {
+	// Push adds e to the timeline of each user in users whose timeline exists, and trims each to the
+	// cap. Adding an entry a timeline holds already changes nothing (fan-out is redelivered).
+	Push(ctx context.Context, users []string, e Entry) error
+
+	// Page returns up to limit (1..100) entries of user's timeline, newest first, after the entry the
+	// cursor names ("" for the first page). Cursors stay valid while entries are added or removed:
+	// paging never repeats an entry and never skips one that was there throughout.
+	Page(ctx context.Context, user, cursor string, limit int) (Page, error)
+
+	// Exists reports whether user's timeline exists.
+	Exists(ctx context.Context, user string) (bool, error)
+
+	// Create makes user's timeline exist holding exactly entries (newest cap of them): a rebuild.
+	Create(ctx context.Context, user string, entries []Entry) error
+
+	// Remove removes post from user's timeline (absent is a success).
+	Remove(ctx context.Context, user, postID string) error
+
+	// RemoveAuthor removes every entry of author from user's timeline (unfollow, block, mute).
+	RemoveAuthor(ctx context.Context, user, author string) error
+
+	// RemovePost removes post from every timeline that holds it, in time proportional to the number
+	// of copies, never by scanning timelines (seed 004: delete by post through an index).
+	RemovePost(ctx context.Context, postID string) error
+}
