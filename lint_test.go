@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"timeline":                {""},
 	"timeline/timelinetest":   {"", "timeline"},
 	"timeline/tablestore":     {"", "table", "timeline"},
+	"timeline/redis":          {"", "table", "timeline"},
 	"auth":                    {""},
 	"metrics":                 {""},
 	"app":                     {"", "table", "events"},

@@ -36,6 +36,9 @@ import (
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
+//	Timeline marker FEED#<user>            #           (timeline/tablestore owns the FEED keys)
+//	Timeline entry  FEED#<user>            <ts>#<post> post_id, author_id, at, ttl;
+//	                                                   GSI4 POST#<post> / FEED#<user>
 //
 //	access pattern                      served by
 //	FEED-001 get user by id             Get(USER#<id>, META)

@@ -25,6 +25,11 @@ if [ -z "${ROOKERY_TEST_NATS_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>
 	exit 1
 fi
 
+if [ -z "${ROOKERY_TEST_REDIS_ADDR:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+	echo "test.sh: Redis is not answering on 127.0.0.1:6379 (start it: see README, Test it)" >&2
+	exit 1
+fi
+
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 echo "== go test -race ${args[*]}"
