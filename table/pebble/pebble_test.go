@@ -29,7 +29,7 @@ func TestConformanceInMemory(t *testing.T) {
 
 func TestConformanceOnDisk(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the in-memory run covers the same code; -short skips the on-disk run")
+		t.Skip("short mode: the in-memory run covers the same code; the on-disk run is skipped")
 	}
 	tabletest.Run(t, func(t testing.TB, cfg tabletest.Config) table.Table {
 		return open(t, pebble.Options{Dir: t.TempDir(), Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})

@@ -124,8 +124,21 @@ func trimDue(user, post string) bool {
 
 // trim deletes the entries of user's timeline past the cap.
 func (s *Store) trim(ctx context.Context, user string) error {
-	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: true, Limit: table.MaxQueryLimit}
 	seen := 0
+	return s.deleteWhere(ctx, s.entries(user, true), func(table.Item) bool {
+		seen++
+		return seen > s.cap
+	})
+}
+
+// entries is the query of user's timeline entries (the marker excluded), newest first if desc.
+func (s *Store) entries(user string, desc bool) table.Query {
+	return table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: desc, Limit: table.MaxQueryLimit}
+}
+
+// deleteWhere pages through q and deletes every item pick selects, in transactions of up to
+// MaxTransact deletes.
+func (s *Store) deleteWhere(ctx context.Context, q table.Query, pick func(table.Item) bool) error {
 	for {
 		p, err := s.t.Query(ctx, q)
 		if err != nil {
@@ -133,8 +146,7 @@ func (s *Store) trim(ctx context.Context, user string) error {
 		}
 		var dels []table.Write
 		for _, it := range p.Items {
-			seen++
-			if seen > s.cap {
+			if pick(it) {
 				dels = append(dels, table.DeleteWrite(it.Key()))
 			}
 		}
@@ -211,25 +223,8 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if err := checkUser(op, user); err != nil {
 		return err
 	}
-	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Limit: table.MaxQueryLimit}
-	for {
-		p, err := s.t.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		var dels []table.Write
-		for _, it := range p.Items {
-			dels = append(dels, table.DeleteWrite(it.Key()))
-		}
-		for ws := range slices.Chunk(dels, table.MaxTransact) {
-			if err := s.t.TransactWrite(ctx, ws); err != nil {
-				return err
-			}
-		}
-		if p.Next == "" {
-			break
-		}
-		q.Cursor = p.Next
+	if err := s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true }); err != nil {
+		return err
 	}
 	es := slices.Clone(entries)
 	slices.SortFunc(es, func(a, b timeline.Entry) int { return strings.Compare(entrySK(b), entrySK(a)) })
@@ -270,27 +265,7 @@ func (s *Store) removeCopies(ctx context.Context, postID string, keep func(user 
 		return rookery.E(rookery.Op("tablestore.Remove"), rookery.Invalid, "not a post id")
 	}
 	q := table.Query{Index: "GSI4", PK: "POST#" + postID, Limit: table.MaxQueryLimit}
-	for {
-		p, err := s.t.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		var dels []table.Write
-		for _, it := range p.Items {
-			if keep(strings.TrimPrefix(it.String(table.PK), "FEED#")) {
-				dels = append(dels, table.DeleteWrite(it.Key()))
-			}
-		}
-		for ws := range slices.Chunk(dels, table.MaxTransact) {
-			if err := s.t.TransactWrite(ctx, ws); err != nil {
-				return err
-			}
-		}
-		if p.Next == "" {
-			return nil
-		}
-		q.Cursor = p.Next
-	}
+	return s.deleteWhere(ctx, q, func(it table.Item) bool { return keep(strings.TrimPrefix(it.String(table.PK), "FEED#")) })
 }
 
 // RemoveAuthor implements timeline.Store: it reads the timeline (at most the cap, and what
@@ -299,26 +274,5 @@ func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
 	if err := checkUser("tablestore.RemoveAuthor", user); err != nil {
 		return err
 	}
-	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Limit: table.MaxQueryLimit}
-	for {
-		p, err := s.t.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		var dels []table.Write
-		for _, it := range p.Items {
-			if it.String("author_id") == author {
-				dels = append(dels, table.DeleteWrite(it.Key()))
-			}
-		}
-		for ws := range slices.Chunk(dels, table.MaxTransact) {
-			if err := s.t.TransactWrite(ctx, ws); err != nil {
-				return err
-			}
-		}
-		if p.Next == "" {
-			return nil
-		}
-		q.Cursor = p.Next
-	}
+	return s.deleteWhere(ctx, s.entries(user, false), func(it table.Item) bool { return it.String("author_id") == author })
 }
