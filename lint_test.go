@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"timeline/redis":          {"", "table", "timeline"},
 	"auth":                    {""},
 	"metrics":                 {""},
-	"app":                     {"", "table", "events"},
+	"app":                     {"", "table", "events", "timeline"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events"},
 	"cmd/rookery":             {"*"},
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
 )
 
 // Deps are what the App works with.
@@ -21,6 +22,11 @@ type Deps struct {
 	Outbox *events.Outbox
 	Clock  rookery.Clock
 	IDs    rookery.IDSource
+	// Timelines keeps home timelines; nil runs no fan-out (the home feed is not served).
+	Timelines timeline.Store
+	// CelebrityThreshold: authors with more followers are not fanned out; 0 means
+	// DefaultCelebrityThreshold.
+	CelebrityThreshold int
 }
 
 // App is the application: the use cases over the table and the event pipeline.
@@ -31,11 +37,18 @@ type App struct {
 	clock  rookery.Clock
 	ids    rookery.IDSource
 	hot    *hotCounters
+
+	timelines          timeline.Store
+	celebrityThreshold int
 }
 
 // New returns the App over d.
 func New(d Deps) *App {
-	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table)}
+	if d.CelebrityThreshold <= 0 {
+		d.CelebrityThreshold = DefaultCelebrityThreshold
+	}
+	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.

@@ -293,9 +293,16 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
-	return []events.Consumer{
+	cs := []events.Consumer{
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
 	}
+	if a.timelines != nil {
+		cs = append(cs,
+			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8},
+			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup},
+		)
+	}
+	return cs
 }

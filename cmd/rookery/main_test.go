@@ -354,3 +354,14 @@ func TestDLQCommandThroughTheServer(t *testing.T) {
 		t.Fatalf("replayed event: %v, %v", d, err)
 	}
 }
+
+func TestRedisTimelinesConfiguration(t *testing.T) {
+	srv := start(t, nil, "--data-dir", t.TempDir(), "--timelines", "redis", "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+	if st, body := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
+		t.Fatalf("readyz with Redis timelines = %d %v", st, body)
+	}
+	err := run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--timelines", "memcached"}, env(nil), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--timelines") {
+		t.Fatalf("unknown timeline store: %v", err)
+	}
+}

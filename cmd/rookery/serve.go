@@ -22,6 +22,7 @@ import (
 
 type serveConfig struct {
 	events          eventsConfig
+	timelines       timelinesConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -46,6 +47,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	sc.events.addFlags(cmd)
+	sc.timelines.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -103,6 +105,10 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 			log.Error("closing the event log", "err", err)
 		}
 	}()
+	timelines, timelinesReady, err := sc.timelines.open(store, cursorKey)
+	if err != nil {
+		return err
+	}
 	newID := func() string { return ulid.Make().String() }
 	outbox := &events.Outbox{Table: store, Log: evlog, Logger: log}
 
@@ -113,7 +119,11 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		NewID:    newID,
 		Ready:    map[string]func(context.Context) error{"store": store.Ping, "events": evlog.Ping},
 	}
-	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID})
+	if timelinesReady != nil {
+		deps.Ready["timelines"] = timelinesReady
+	}
+	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
+		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold})
 	if sc.role != "worker" {
 		deps.App = application
 	}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+)
+
+// FanoutGroup and TimelineCleanupGroup are the consumer groups that keep home timelines.
+const (
+	FanoutGroup          = "fanout"
+	TimelineCleanupGroup = "timeline-cleanup"
+)
+
+// DefaultCelebrityThreshold: authors with more followers are not fanned out (DESIGN decision 4);
+// their posts are merged into feeds at read time.
+const DefaultCelebrityThreshold = 10_000
+
+// fanoutPage is how many followers one step of fan-out reads and pushes to (seed 002 §2.5.4).
+const fanoutPage = 500
+
+// followMerge is how many of a followee's recent posts a new follow merges into the follower's
+// timeline.
+const followMerge = 100
+
+// ApplyFanout is the fan-out consumer's handler: a PostCreated of an author with at most the
+// celebrity threshold of followers is pushed, page by page, into every follower's timeline (only
+// timelines that exist: a missing one is rebuilt whole on its next read). Pushing is idempotent, so
+// a redelivery or a restart half-way through repeats pages harmlessly.
+func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
+	const op rookery.Op = "app.ApplyFanout"
+	if ev.Type != PostCreated {
+		return nil
+	}
+	var p PostPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+		return rookery.E(op, rookery.Invalid, "malformed post event", err)
+	}
+	author, err := a.table.Get(ctx, userKey(p.AuthorID))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if author.Int("follower_count") > int64(a.celebrityThreshold) {
+		return nil // a celebrity: merged at read time
+	}
+	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
+	// The author's own timeline holds their posts too.
+	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
+		return err
+	}
+	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage}
+	for {
+		page, err := a.table.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		users := make([]string, 0, len(page.Items))
+		for _, it := range page.Items {
+			users = append(users, it.String("follower_id"))
+		}
+		if err := a.timelines.Push(ctx, users, entry); err != nil {
+			return err
+		}
+		if page.Next == "" {
+			return nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// ApplyTimelineCleanup is the cleanup consumer's handler: what a reader may no longer see leaves
+// the stored timelines (the read path hides it already). A deleted post leaves every timeline; an
+// unfollow, a block (both ways) or a mute takes the author's entries out of the reader's timeline;
+// a follow merges the followee's recent posts into the follower's timeline.
+func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error {
+	const op rookery.Op = "app.ApplyTimelineCleanup"
+	switch ev.Type {
+	case PostDeleted:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.timelines.RemovePost(ctx, p.PostID)
+	case FollowDeleted:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.timelines.RemoveAuthor(ctx, p.FollowerID, p.FolloweeID)
+	case BlockCreated:
+		var p RelationPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		if err := a.timelines.RemoveAuthor(ctx, p.UserID, p.TargetID); err != nil {
+			return err
+		}
+		return a.timelines.RemoveAuthor(ctx, p.TargetID, p.UserID)
+	case MuteCreated:
+		var p RelationPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.timelines.RemoveAuthor(ctx, p.UserID, p.TargetID)
+	case FollowCreated:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.mergeRecent(ctx, p.FollowerID, p.FolloweeID)
+	}
+	return nil
+}
+
+// mergeRecent pushes followee's recent posts (up to followMerge) into follower's timeline, if it
+// exists and the follow still stands.
+func (a *App) mergeRecent(ctx context.Context, follower, followee string) error {
+	if _, err := a.table.Get(ctx, followKey(follower, followee)); rookery.IsKind(err, rookery.NotFound) {
+		return nil // unfollowed since
+	} else if err != nil {
+		return err
+	}
+	page, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(followee), Desc: true, Limit: followMerge})
+	if err != nil {
+		return err
+	}
+	for _, it := range page.Items {
+		e := timeline.Entry{PostID: it.String("id"), AuthorID: followee, At: time.UnixMilli(it.Int("created_at")).UTC()}
+		if err := a.timelines.Push(ctx, []string{follower}, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

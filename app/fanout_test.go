@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/timeline/tablestore"
+)
+
+// TestFanoutAndCleanup runs the fan-out and cleanup consumers through the pipeline (every event
+// delivered twice) over the table-backed timeline store.
+func TestFanoutAndCleanup(t *testing.T) {
+	ctx := context.Background()
+	tab := backends["pebble"](t)
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	log := eventstest.Twice(raw)
+	tl := tablestore.New(tab, tablestore.Options{Cap: 50})
+	var seq atomic.Int64
+	outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
+	a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock, Timelines: tl, CelebrityThreshold: 2,
+		IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); outbox.Run(pctx) }()
+	for _, c := range a.Consumers() {
+		c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
+		wg.Add(1)
+		go func() { defer wg.Done(); (&events.Runner{Log: log}).Run(pctx, c) }()
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	for _, u := range []string{"author", "f1", "f2", "f3", "nofeed", "celeb"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"author", "f1", "f2", "f3", "celeb"} {
+		if err := tl.Create(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"f1", "f2", "nofeed"} {
+		if _, err := a.Follow(server, f, "author"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(u, text string) string {
+		p, _, err := a.CreatePost(as(u), app.PostInput{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	feed := func(u string) []string {
+		p, err := tl.Page(ctx, u, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range p.Entries {
+			ids = append(ids, e.PostID)
+		}
+		return ids
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out: %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Wait until the follows are counted, so the celebrity check sees them.
+	eventually("follower count", func() bool { u, _ := a.User(server, "author"); return u.FollowerCount == 3 })
+
+	// With 3 followers the author is over the threshold (2); with 2 they are fanned out.
+	if err := a.Unfollow(server, "nofeed", "author"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("follower count 2", func() bool { u, _ := a.User(server, "author"); return u.FollowerCount == 2 })
+	p1 := post("author", "one")
+	p2 := post("author", "two")
+	eventually("fan-out", func() bool {
+		return slices.Equal(feed("f1"), []string{p2, p1}) && slices.Equal(feed("f2"), []string{p2, p1}) && slices.Equal(feed("author"), []string{p2, p1})
+	})
+	if ok, _ := tl.Exists(ctx, "nofeed"); ok {
+		t.Fatal("fan-out created a timeline")
+	}
+	// A new follow merges the followee's recent posts.
+	if _, err := a.Follow(server, "f3", "author"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("merge on follow", func() bool { return slices.Equal(feed("f3"), []string{p2, p1}) })
+	// A deleted post leaves every timeline; an unfollow, a mute and a block take the author out.
+	if err := a.DeletePost(as("author"), p1); err != nil {
+		t.Fatal(err)
+	}
+	eventually("delete", func() bool {
+		return slices.Equal(feed("f1"), []string{p2}) && slices.Equal(feed("f3"), []string{p2}) && slices.Equal(feed("author"), []string{p2})
+	})
+	if err := a.Unfollow(server, "f1", "author"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Mute(server, "f2", "author"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Block(server, "author", "f3"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("unfollow, mute, block", func() bool {
+		return len(feed("f1")) == 0 && len(feed("f2")) == 0 && len(feed("f3")) == 0
+	})
+	// A celebrity (more followers than the threshold) is not fanned out.
+	for _, f := range []string{"f1", "f2", "author"} {
+		if _, err := a.Follow(server, f, "celeb"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually("celeb followers", func() bool { u, _ := a.User(server, "celeb"); return u.FollowerCount == 3 })
+	post("celeb", "famous")
+	normal := post("f2", "after the celebrity's post")
+	eventually("the later post arrives", func() bool { return slices.Contains(feed("f2"), normal) })
+	for _, u := range []string{"f1", "author", "celeb"} {
+		for _, id := range feed(u) {
+			if p, _ := a.Post(server, id); p.Author.ID == "celeb" {
+				t.Fatalf("%s's timeline holds the celebrity's post", u)
+			}
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
+
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+	tlredis "github.com/rookery/rookery/timeline/redis"
+	"github.com/rookery/rookery/timeline/tablestore"
+)
+
+type timelinesConfig struct {
+	backend            string
+	redisAddr          string
+	redisPrefix        string
+	cap                int
+	celebrityThreshold int
+}
+
+func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.backend, "timelines", "table", "home timeline store: table (in the store) or redis")
+	f.StringVar(&c.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address, with --timelines redis (host:port; several, comma-separated, for a cluster)")
+	f.StringVar(&c.redisPrefix, "redis-prefix", "rookery", "prefix of Rookery's Redis keys")
+	f.IntVar(&c.cap, "timeline-cap", timeline.DefaultCap, "entries kept per home timeline")
+	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
+}
+
+// open returns the configured timeline store and, for Redis, a readiness check (table-backed
+// timelines live in the store, whose check covers them).
+func (c *timelinesConfig) open(store table.Table, cursorKey []byte) (timeline.Store, func(context.Context) error, error) {
+	switch c.backend {
+	case "table":
+		return tablestore.New(store, tablestore.Options{Cap: c.cap}), nil, nil
+	case "redis":
+		client := goredis.NewUniversalClient(&goredis.UniversalOptions{Addrs: splitAddrs(c.redisAddr)})
+		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
+		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Cap: c.cap, CursorKey: cursorKey}), ping, nil
+	}
+	return nil, nil, fmt.Errorf("--timelines must be table or redis, not %q", c.backend)
+}
+
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
