@@ -29,8 +29,8 @@ func (a *App) DeadLetters(ctx context.Context, group, after string, limit int) (
 	if err := a.checkDLQ(ctx, op, group); err != nil {
 		return nil, "", err
 	}
-	if limit < 1 || limit > 100 {
-		return nil, "", rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	if err := limitErr(op, limit); err != nil {
+		return nil, "", err
 	}
 	list, err = a.events.DeadLetters(ctx, group, after, limit+1)
 	if err != nil {

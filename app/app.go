@@ -6,6 +6,9 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
+	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
@@ -82,4 +85,84 @@ func asServer(ctx context.Context, op rookery.Op) error {
 		return rookery.E(op, rookery.Forbidden, "this needs a server-scope token")
 	}
 	return nil
+}
+
+// Page is one page of a list with its opaque cursor ("" on the last page).
+type Page[T any] struct {
+	Items []T
+	Next  string
+}
+
+// event returns a new event of type typ keyed by key with payload p.
+func (a *App) event(typ, key string, p any, at time.Time) (rookery.Event, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return rookery.Event{}, err
+	}
+	return rookery.Event{ID: a.ids(), Type: typ, Version: 1, Key: key, OccurredAt: rookery.Time{Time: at}, Payload: b}, nil
+}
+
+// writeWithEvent commits writes and the outbox items of evs in one transaction, then wakes the
+// relay. Condition errors name the index in writes.
+func (a *App) writeWithEvent(ctx context.Context, writes []table.Write, evs ...rookery.Event) error {
+	for _, ev := range evs {
+		ow, err := a.outbox.Write(ev)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ow)
+	}
+	if err := a.table.TransactWrite(ctx, writes); err != nil {
+		return err
+	}
+	a.outbox.Notify()
+	return nil
+}
+
+// Consumers returns the event consumers of the application, for the workers to run.
+func (a *App) Consumers() []events.Consumer {
+	cs := []events.Consumer{
+		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
+		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
+		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
+	}
+	if a.timelines != nil {
+		cs = append(cs,
+			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8},
+			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup},
+		)
+	}
+	return cs
+}
+
+// maxListLimit is the most items a list returns per page (API.md: limit 1..100).
+const maxListLimit = 100
+
+// checkLimit adds a field error unless limit is 1..maxListLimit.
+func checkLimit(fe *rookery.FieldErrors, limit int) {
+	if limit < 1 || limit > maxListLimit {
+		fe.Add("limit", "must be 1 to 100")
+	}
+}
+
+// limitErr is checkLimit for a request with no other fields to check.
+func limitErr(op rookery.Op, limit int) error {
+	var fe rookery.FieldErrors
+	checkLimit(&fe, limit)
+	return fe.Err(op)
+}
+
+// idOf reports whether s is 1..max bytes of ASCII letters, digits and the characters in extra. Every
+// id that reaches a key is checked with it, so none can hold a key separator.
+func idOf(s string, max int, extra string) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -125,8 +125,8 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 // Comments lists post's comments, oldest first, for a caller who can see the post.
 func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Page[Comment], error) {
 	const op rookery.Op = "app.Comments"
-	if limit < 1 || limit > 100 {
-		return Page[Comment]{}, rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	if err := limitErr(op, limit); err != nil {
+		return Page[Comment]{}, err
 	}
 	if _, err := a.Post(ctx, post); err != nil {
 		return Page[Comment]{}, err

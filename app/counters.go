@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
 )
 
@@ -107,6 +109,90 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 			entries = append(entries[:ce.Index:ce.Index], entries[ce.Index+1:]...) // applied before
 		case errors.As(err, &ce):
 			withCount = false // the post is gone: nothing to count on
+		default:
+			return err
+		}
+	}
+}
+
+// appliedTTL is how long a consumer remembers that it applied an event: far longer than any
+// redelivery (the event log de-duplicates appends for 10 minutes to forever).
+const appliedTTL = 7 * 24 * time.Hour
+
+// CountersGroup is the consumer group that keeps follower and following counts.
+const CountersGroup = "counters"
+
+// ApplyCounts is the counters consumer's handler: FollowCreated adds one to the follower's
+// following_count and the followee's follower_count, FollowDeleted takes one away; PostCreated and
+// PostDeleted move the author's post_count, LikeCreated and LikeDeleted the post's like_count,
+// CommentCreated and CommentDeleted its comment_count (those two batched: see hotCounters).
+// A count of an item that no longer exists is skipped. It is
+// idempotent: the increments and a record that the event was applied commit together, so a
+// redelivered event changes nothing. Other event types are ignored.
+func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
+	const op rookery.Op = "app.ApplyCounts"
+	applied := appliedKey(CountersGroup, ev.ID)
+	record := table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))
+	var counts []table.Write
+	add := func(user, attr string, delta int64) {
+		counts = append(counts, table.UpdateWrite(userKey(user), table.Update{Add: map[string]int64{attr: delta}}, table.Exists(table.PK)))
+	}
+	switch ev.Type {
+	case FollowCreated, FollowDeleted:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.FollowerID == "" || p.FolloweeID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed follow event", err)
+		}
+		delta := int64(1)
+		if ev.Type == FollowDeleted {
+			delta = -1
+		}
+		add(p.FollowerID, "following_count", delta)
+		add(p.FolloweeID, "follower_count", delta)
+	case LikeCreated, LikeDeleted:
+		var p LikePayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed like event", err)
+		}
+		delta := int64(1)
+		if ev.Type == LikeDeleted {
+			delta = -1
+		}
+		return a.hot.add(ctx, postKey(p.PostID), record, "like_count", delta)
+	case CommentCreated, CommentDeleted:
+		var p CommentPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed comment event", err)
+		}
+		delta := int64(1)
+		if ev.Type == CommentDeleted {
+			delta = -1
+		}
+		return a.hot.add(ctx, postKey(p.PostID), record, "comment_count", delta)
+	case PostCreated, PostDeleted:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed post event", err)
+		}
+		delta := int64(1)
+		if ev.Type == PostDeleted {
+			delta = -1
+		}
+		add(p.AuthorID, "post_count", delta)
+	default:
+		return nil
+	}
+	// A count whose item is gone (a post deleted since) is dropped and the rest applied.
+	for {
+		err := a.table.TransactWrite(ctx, append([]table.Write{record}, counts...))
+		var ce *table.ConditionError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ce) && ce.Index == 0:
+			return nil // applied before
+		case errors.As(err, &ce):
+			counts = append(counts[:ce.Index-1], counts[ce.Index:]...)
 		default:
 			return err
 		}

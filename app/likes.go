@@ -110,8 +110,8 @@ func (a *App) UnlikePost(ctx context.Context, post, user string) error {
 // Likes lists the likes of post, newest first, for a caller who can see the post.
 func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[Like], error) {
 	const op rookery.Op = "app.Likes"
-	if limit < 1 || limit > 100 {
-		return Page[Like]{}, rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	if err := limitErr(op, limit); err != nil {
+		return Page[Like]{}, err
 	}
 	if _, err := a.Post(ctx, post); err != nil {
 		return Page[Like]{}, err

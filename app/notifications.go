@@ -159,8 +159,8 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	if err != nil {
 		return Page[Notification]{}, err
 	}
-	if limit < 1 || limit > 100 {
-		return Page[Notification]{}, rookery.FieldErrors{{Name: "limit", Reason: "must be 1 to 100"}}.Err(op)
+	if err := limitErr(op, limit); err != nil {
+		return Page[Notification]{}, err
 	}
 	q := table.Query{PK: "NOTIF#" + user, SK: table.SKCond{Op: table.SKBeginsWith, Value: "N#"}, Desc: true, Limit: limit, Cursor: cursor}
 	if unread {
@@ -256,18 +256,7 @@ func (a *App) MarkRead(ctx context.Context, ids []string, all bool) error {
 }
 
 // validNotifID: an event id, possibly with a -suffix: 1..80 letters, digits and -.
-func validNotifID(id string) bool {
-	if id == "" || len(id) > 80 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validNotifID(id string) bool { return idOf(id, 80, "-") }
 
 func (a *App) markRead(ctx context.Context, user string, ids []string) error {
 	for _, id := range ids {

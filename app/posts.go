@@ -106,18 +106,7 @@ func checkText(fe *rookery.FieldErrors, text string) {
 
 // validPostID: the id of an existing post is a ULID (a client-chosen one is checked strictly on
 // create); reads accept 1..64 letters and digits, so no id can reach a key with a separator.
-func validPostID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return true
-}
+func validPostID(id string) bool { return idOf(id, 64, "") }
 
 // author returns the user the caller acts as for a write: themselves, or for a server token the
 // user named by X-On-Behalf-Of (required).
@@ -196,7 +185,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		fe.Add("media", "a post has at most 10 media references")
 	}
 	for _, m := range in.Media {
-		if !validPostID(strings.ReplaceAll(strings.ReplaceAll(m.ID, "-", ""), "_", "")) || !validTag(m.Type) {
+		if !idOf(m.ID, 128, "-_") || !validTag(m.Type) {
 			fe.Add("media", "each needs an id (letters, digits, - and _) and a type (a word)")
 			break
 		}
@@ -514,9 +503,7 @@ func (a *App) PostsByTag(ctx context.Context, tag, cursor string, limit int) (Pa
 	if !validTag(tag) {
 		fe.Add("tag", "a tag is 1 to 64 letters, digits or _")
 	}
-	if limit < 1 || limit > 100 {
-		fe.Add("limit", "must be 1 to 100")
-	}
+	checkLimit(&fe, limit)
 	if err := fe.Err(op); err != nil {
 		return Page[rookery.Post]{}, err
 	}

@@ -50,18 +50,7 @@ func (in UserInput) validate(op rookery.Op) (display, bio, tz string, err error)
 }
 
 // validUsername: 3..30 of [a-z0-9_]; upper case letters are accepted and compared case-insensitively.
-func validUsername(s string) bool {
-	if len(s) < 3 || len(s) > 30 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+func validUsername(s string) bool { return len(s) >= 3 && idOf(s, 30, "_") }
 
 func validTimeZone(tz string) bool {
 	if tz == "" || tz == "Local" {
