@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -637,6 +638,7 @@ func testCursorConcurrentInserts(e *env) {
 
 func pageWhileInserting(e *env, desc bool, initial int, existing map[string]bool) {
 	{
+		var inserted atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -657,6 +659,7 @@ func pageWhileInserting(e *env, desc bool, initial int, existing map[string]bool
 					e.t.Errorf("concurrent insert: %v", err)
 					return
 				}
+				inserted.Add(1)
 			}
 		}()
 		seen := map[string]bool{}
@@ -678,12 +681,27 @@ func pageWhileInserting(e *env, desc bool, initial int, existing map[string]bool
 				break
 			}
 			q.Cursor = p.Next
+			// Every page is read after at least one more insert, so paging and inserting interleave
+			// on every run, however fast the backend pages.
+			waitForMore(e, &inserted)
 		}
 		for sk := range existing {
 			if !seen[sk] {
 				e.t.Fatalf("desc=%v: %s existed throughout but was skipped", desc, sk)
 			}
 		}
+	}
+}
+
+// waitForMore waits until n has grown (up to 10 s, which fails the test).
+func waitForMore(e *env, n *atomic.Int64) {
+	e.t.Helper()
+	before, deadline := n.Load(), time.Now().Add(10*time.Second)
+	for n.Load() == before {
+		if time.Now().After(deadline) {
+			e.t.Fatal("the concurrent writer made no progress")
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,6 +251,7 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 	}
 	create(t, s, "u", ns...)
 	before := all(t, s, "u", 100)
+	var pushed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -265,6 +267,7 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 				t.Error(err)
 				return
 			}
+			pushed.Add(1)
 		}
 	}()
 	seen := map[string]bool{}
@@ -284,6 +287,8 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 			break
 		}
 		cursor = p.Next
+		// Read the next page only after another push, so paging and pushing interleave on every run.
+		waitForMore(t, &pushed)
 	}
 	close(stop)
 	wg.Wait()
@@ -293,6 +298,18 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 		if !seen[id] {
 			t.Fatalf("%s existed throughout but was skipped", id)
 		}
+	}
+}
+
+// waitForMore waits until n has grown (up to 10 s, which fails the test).
+func waitForMore(t *testing.T, n *atomic.Int64) {
+	t.Helper()
+	before, deadline := n.Load(), time.Now().Add(10*time.Second)
+	for n.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the concurrent writer made no progress")
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
