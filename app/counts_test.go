@@ -75,16 +75,7 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 				}
 				posts[i] = p.ID
 			}
-			pctx, stop := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { defer wg.Done(); outbox.Run(pctx) }()
-			for _, c := range a.Consumers() {
-				c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
-				wg.Add(1)
-				go func() { defer wg.Done(); (&events.Runner{Log: log}).Run(pctx, c) }()
-			}
-			defer func() { stop(); wg.Wait() }()
+			eventstest.RunPipeline(t, outbox, log, a.Consumers())
 
 			ops := 400
 			if name == "dynamodb" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,16 +32,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 	outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
 	a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock, Timelines: tl, CelebrityThreshold: 2,
 		IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
-	pctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); outbox.Run(pctx) }()
-	for _, c := range a.Consumers() {
-		c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
-		wg.Add(1)
-		go func() { defer wg.Done(); (&events.Runner{Log: log}).Run(pctx, c) }()
-	}
-	defer func() { stop(); wg.Wait() }()
+	eventstest.RunPipeline(t, outbox, log, a.Consumers())
 
 	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
 	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }

@@ -38,10 +38,7 @@ func TestOutboxEventsCommitWithTheirChange(t *testing.T) {
 	ctx := context.Background()
 	tab, l := openTable(t, ""), newLog(t)
 	ob := &events.Outbox{Table: tab, Log: l, Shards: 4}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { ob.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	eventstest.RunPipeline(t, ob, l, nil)
 
 	write := func(id string, conds ...table.Cond) error {
 		w, err := ob.Write(eventstest.Event(id, "post-1", 0))

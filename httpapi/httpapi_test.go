@@ -117,16 +117,7 @@ func newFixture(t testing.TB) (*fixture, *flakyStore) {
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
 		IDs: func() string { return ulid.Make().String() }})
 	// The pipeline runs as in production: the relay and the application's consumers.
-	pctx, stop := context.WithCancel(context.Background())
-	var pipeline sync.WaitGroup
-	pipeline.Add(1)
-	go func() { defer pipeline.Done(); outbox.Run(pctx) }()
-	for _, c := range application.Consumers() {
-		c.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
-		pipeline.Add(1)
-		go func() { defer pipeline.Done(); (&events.Runner{Log: evlog}).Run(pctx, c) }()
-	}
-	t.Cleanup(func() { stop(); pipeline.Wait() })
+	eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{
 		App:      application,
 		Verifier: v,

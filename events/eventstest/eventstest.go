@@ -371,3 +371,18 @@ func testInvalid(t *testing.T, l events.Log) {
 		t.Fatalf("subscribe with a bad group = %v", err)
 	}
 }
+
+// RunPipeline runs, until the test ends, the outbox relay and the consumers over l, as `rookery
+// serve` does, but with retries 5 ms apart so tests see redeliveries quickly.
+func RunPipeline(t testing.TB, outbox *events.Outbox, l events.Log, consumers []events.Consumer) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); outbox.Run(ctx) }()
+	for _, c := range consumers {
+		c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
+		wg.Add(1)
+		go func() { defer wg.Done(); (&events.Runner{Log: l}).Run(ctx, c) }()
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+}
