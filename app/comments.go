@@ -77,12 +77,7 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	if err := fe.Err(op); err != nil {
 		return c, false, err
 	}
-	if validPostID(post) {
-		if err := a.notBlockedByAuthor(ctx, op, post, author); err != nil {
-			return c, false, err
-		}
-	}
-	p, err := a.Post(ctx, post)
+	p, err := a.postAs(ctx, op, post, author)
 	if err != nil {
 		return c, false, err
 	}

@@ -52,12 +52,7 @@ func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (
 	} else if err != nil {
 		return rookery.Post{}, err
 	}
-	if err := a.notBlockedByAuthor(ctx, op, post, user); err != nil {
-		return rookery.Post{}, err
-	}
-	// The post must be visible to the liker, not merely to a server token acting for them.
-	as := rookery.WithCaller(ctx, rookery.Caller{UserID: user})
-	return a.Post(as, post)
+	return a.postAs(ctx, op, post, user)
 }
 
 // LikePost records that user likes post (seed 000 B7: a conditional put); liking again is a
@@ -125,16 +120,4 @@ func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[L
 		out.Items = append(out.Items, Like{UserID: it.String("user_id"), LikedAt: rookery.Time{Time: time.UnixMilli(it.Int("liked_at")).UTC()}})
 	}
 	return out, nil
-}
-
-// notBlockedByAuthor returns Forbidden if the author of post has blocked user (a missing post is
-// left to the visibility check that follows, which says NotFound).
-func (a *App) notBlockedByAuthor(ctx context.Context, op rookery.Op, post, user string) error {
-	it, err := a.table.Get(ctx, postKey(post))
-	if rookery.IsKind(err, rookery.NotFound) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	return a.blockedBy(ctx, op, it.String("author_id"), user)
 }

@@ -379,6 +379,33 @@ func (a *App) Post(ctx context.Context, id string) (rookery.Post, error) {
 	return ps[0], nil
 }
 
+// postAs returns post id as actor sees it, for actor to like or comment on: Forbidden if its
+// author has blocked actor, NotFound if it does not exist or actor may not see it. It reads the post
+// once.
+func (a *App) postAs(ctx context.Context, op rookery.Op, id, actor string) (rookery.Post, error) {
+	if !validPostID(id) {
+		return rookery.Post{}, rookery.FieldErrors{{Name: "id", Reason: "is not a post id"}}.Err(op)
+	}
+	it, err := a.table.Get(ctx, postKey(id))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
+	} else if err != nil {
+		return rookery.Post{}, err
+	}
+	if err := a.blockedBy(ctx, op, it.String("author_id"), actor); err != nil {
+		return rookery.Post{}, err
+	}
+	// Visibility is the actor's, not merely that of a server token acting for them.
+	ps, err := a.hydrate(rookery.WithCaller(ctx, rookery.Caller{UserID: actor}), []table.Item{it})
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	if len(ps) == 0 {
+		return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
+	}
+	return ps[0], nil
+}
+
 // postForWrite returns post id for a change by the caller: NotFound as Post says, Forbidden if the
 // caller may see it but is not its author (or, when server is true, a server token).
 func (a *App) postForWrite(ctx context.Context, op rookery.Op, id string, server bool) (table.Item, error) {
