@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 
 	"github.com/rookery/rookery"
 )
@@ -92,6 +91,3 @@ func (c *Cursors) mac(q Query, payload []byte) []byte {
 	h.Write(payload)
 	return h.Sum(nil)[:cursorMACLen]
 }
-
-// ErrCursorKey is returned by backends opened without a cursor key.
-var ErrCursorKey = errors.New("table: a cursor key is required")
