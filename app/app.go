@@ -30,6 +30,8 @@ type Deps struct {
 	// CelebrityThreshold: authors with more followers are not fanned out; 0 means
 	// DefaultCelebrityThreshold.
 	CelebrityThreshold int
+	// TimelineCap is the timelines' cap (how much a rebuild pulls); 0 means timeline.DefaultCap.
+	TimelineCap int
 }
 
 // App is the application: the use cases over the table and the event pipeline.
@@ -43,6 +45,8 @@ type App struct {
 
 	timelines          timeline.Store
 	celebrityThreshold int
+	timelineCap        int
+	celebs             celebrityCache
 }
 
 // New returns the App over d.
@@ -50,8 +54,11 @@ func New(d Deps) *App {
 	if d.CelebrityThreshold <= 0 {
 		d.CelebrityThreshold = DefaultCelebrityThreshold
 	}
+	if d.TimelineCap <= 0 {
+		d.TimelineCap = timeline.DefaultCap
+	}
 	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
-		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold}
+		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.

@@ -23,10 +23,6 @@ const DefaultCelebrityThreshold = 10_000
 // fanoutPage is how many followers one step of fan-out reads and pushes to (seed 002 §2.5.4).
 const fanoutPage = 500
 
-// followMerge is how many of a followee's recent posts a new follow merges into the follower's
-// timeline.
-const followMerge = 100
-
 // ApplyFanout is the fan-out consumer's handler: a PostCreated of an author with at most the
 // celebrity threshold of followers is pushed, page by page, into every follower's timeline (only
 // timelines that exist: a missing one is rebuilt whole on its next read). Pushing is idempotent, so
@@ -47,7 +43,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		return err
 	}
 	if author.Int("follower_count") > int64(a.celebrityThreshold) {
-		return nil // a celebrity: merged at read time
+		return a.registerCelebrity(ctx, p.AuthorID) // merged at read time
 	}
 	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 	// The author's own timeline holds their posts too.
@@ -77,7 +73,9 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 // ApplyTimelineCleanup is the cleanup consumer's handler: what a reader may no longer see leaves
 // the stored timelines (the read path hides it already). A deleted post leaves every timeline; an
 // unfollow, a block (both ways) or a mute takes the author's entries out of the reader's timeline;
-// a follow merges the followee's recent posts into the follower's timeline.
+// a follow or an unmute merges the author's recent posts into the reader's timeline. A post turned
+// to followers needs nothing: only followers' timelines hold a post (fan-out reaches followers, an
+// unfollow takes the author's entries out).
 func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyTimelineCleanup"
 	switch ev.Type {
@@ -102,10 +100,13 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 			return err
 		}
 		return a.timelines.RemoveAuthor(ctx, p.TargetID, p.UserID)
-	case MuteCreated:
+	case MuteCreated, MuteDeleted:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
+		}
+		if ev.Type == MuteDeleted {
+			return a.mergeRecent(ctx, p.UserID, p.TargetID)
 		}
 		return a.timelines.RemoveAuthor(ctx, p.UserID, p.TargetID)
 	case FollowCreated:
@@ -118,23 +119,28 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 	return nil
 }
 
-// mergeRecent pushes followee's recent posts (up to followMerge) into follower's timeline, if it
-// exists and the follow still stands.
-func (a *App) mergeRecent(ctx context.Context, follower, followee string) error {
-	if _, err := a.table.Get(ctx, followKey(follower, followee)); rookery.IsKind(err, rookery.NotFound) {
+// mergeRecent merges author's recent posts (up to followMerge) into reader's timeline, if it exists
+// and reader still follows author. If author has older posts too, the timeline is first cut below
+// the oldest merged one, so that it stays complete above its oldest entry (app/feed.go); reads
+// below the cut pull.
+func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
+	if _, err := a.table.Get(ctx, followKey(reader, author)); rookery.IsKind(err, rookery.NotFound) {
 		return nil // unfollowed since
 	} else if err != nil {
 		return err
 	}
-	page, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(followee), Desc: true, Limit: followMerge})
+	page, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: followMerge})
 	if err != nil {
 		return err
 	}
-	for _, it := range page.Items {
-		e := timeline.Entry{PostID: it.String("id"), AuthorID: followee, At: time.UnixMilli(it.Int("created_at")).UTC()}
-		if err := a.timelines.Push(ctx, []string{follower}, e); err != nil {
+	entries := make([]timeline.Entry, len(page.Items))
+	for i, it := range page.Items {
+		entries[i] = timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()}
+	}
+	if page.Next != "" && len(entries) > 0 {
+		if err := a.timelines.DropOlder(ctx, reader, entries[len(entries)-1]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return a.timelines.Add(ctx, reader, entries)
 }

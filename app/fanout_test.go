@@ -13,6 +13,7 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
@@ -59,7 +60,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 		return p.ID
 	}
 	feed := func(u string) []string {
-		p, err := tl.Page(ctx, u, "", 100)
+		p, err := tl.Page(ctx, u, timeline.Entry{}, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

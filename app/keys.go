@@ -36,7 +36,8 @@ import (
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
-//	Timeline marker FEED#<user>            #           (timeline/tablestore owns the FEED keys)
+//	Celebrity       CELEBRITIES            <author>    (fan-out skipped a post of author: merged at read)
+//	Timeline marker FEED#<user>            ~           ttl (timeline/tablestore owns the FEED keys)
 //	Timeline entry  FEED#<user>            <ts>#<post> post_id, author_id, at, ttl;
 //	                                                   GSI4 POST#<post> / FEED#<user>
 //
@@ -59,6 +60,10 @@ import (
 //	FEED-005 likes of P, newest first   Query GSI3 LIKES#<p>, descending
 //	FEED-006 comments of P, oldest      Query POST#<p>, begins_with(SK, "COMMENT#"), ascending (ULIDs)
 //	was event E applied by consumer C   the conditional put of APPLIED#<C>#<E> (NotExists)
+//	AP1/FEED-003 home feed              the timeline store's page + Query GSI1 USER#<author> of
+//	                                    the followed celebrities and the reader; BatchGet of the
+//	                                    posts, authors and edges (app/feed.go)
+//	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
 // entities that fill GSI1..GSI4 are added with the social core and timelines (issues 4 and 5):
@@ -140,6 +145,10 @@ func postIndexSK(id string, created time.Time) string { return tsKey(created) + 
 
 func followingPK(user string) string { return "FOLLOWING#" + user }
 func followersPK(user string) string { return "FOLLOWEE#" + user }
+
+const celebritiesPK = "CELEBRITIES"
+
+func celebrityKey(author string) table.Key { return table.Key{PK: celebritiesPK, SK: author} }
 
 // appliedKey records that consumer group applied event id.
 func appliedKey(group, id string) table.Key {

@@ -43,10 +43,12 @@ type PostInput struct {
 	Visibility string          `json:"visibility"`
 }
 
-// PostEdit is the body of PATCH /v1/posts/{id}: the fields to change.
+// PostEdit is the body of PATCH /v1/posts/{id}: the fields to change. (API.md lists text and tags;
+// issue 5 adds visibility: a post may be turned to followers or back.)
 type PostEdit struct {
-	Text *string   `json:"text"`
-	Tags *[]string `json:"tags"`
+	Text       *string   `json:"text"`
+	Tags       *[]string `json:"tags"`
+	Visibility *string   `json:"visibility"`
 }
 
 const (
@@ -96,6 +98,12 @@ func tagsOf(fe *rookery.FieldErrors, given []string, text string) []string {
 		fe.Add("tags", "a post has at most 10 tags, #hashtags included")
 	}
 	return tags
+}
+
+func checkVisibility(fe *rookery.FieldErrors, v string) {
+	if v != rookery.Public && v != rookery.Followers {
+		fe.Add("visibility", "must be public or followers")
+	}
 }
 
 func checkText(fe *rookery.FieldErrors, text string) {
@@ -178,9 +186,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if in.Visibility == "" {
 		in.Visibility = rookery.Public
 	}
-	if in.Visibility != rookery.Public && in.Visibility != rookery.Followers {
-		fe.Add("visibility", "must be public or followers")
-	}
+	checkVisibility(&fe, in.Visibility)
 	if len(in.Media) > maxMedia {
 		fe.Add("media", "a post has at most 10 media references")
 	}
@@ -290,67 +296,111 @@ func postFromItem(it table.Item, author rookery.Author) rookery.Post {
 // and fills in authors and liked_by_me, with one batch read.
 func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, error) {
 	c, _ := rookery.CallerFrom(ctx)
-	viewer := c.Acting()
-	var authors []string
+	var authors, ids []string
 	for _, it := range posts {
-		if id := it.String("author_id"); !slices.Contains(authors, id) {
-			authors = append(authors, id)
-		}
+		authors = append(authors, it.String("author_id"))
+		ids = append(ids, it.String("id"))
 	}
-	// One batch read (in chunks of 100 keys) of the authors, the viewer's follow edges to them,
-	// and the viewer's likes of the posts.
-	var keys []table.Key
-	for _, id := range authors {
-		keys = append(keys, userKey(id))
-		if rookery.ValidUserID(viewer) && viewer != id {
-			keys = append(keys, followKey(viewer, id), blockKey(id, viewer), blockKey(viewer, id))
-		}
-	}
-	if rookery.ValidUserID(viewer) {
-		for _, it := range posts {
-			keys = append(keys, likeKey(it.String("id"), viewer))
-		}
-	}
-	users, follows, liked, blocked := map[string]table.Item{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for chunk := range slices.Chunk(keys, table.MaxBatchGet) {
-		got, err := a.table.BatchGet(ctx, chunk)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range got {
-			switch {
-			case it == nil:
-			case strings.HasPrefix(it.String(table.PK), "USER#"):
-				users[it.String("id")] = it
-			case strings.HasPrefix(it.String(table.PK), "FOLLOW#"):
-				follows[it.String("followee_id")] = true
-			case strings.HasPrefix(it.String(table.PK), "BLOCK#"):
-				// Either direction hides the author's posts from the viewer.
-				blocker, blockee := strings.TrimPrefix(it.String(table.PK), "BLOCK#"), it.String(table.SK)
-				if blocker == viewer {
-					blocked[blockee] = true
-				} else {
-					blocked[blocker] = true
-				}
-			default:
-				liked[it.String("post_id")] = true
-			}
-		}
+	v, err := a.loadView(ctx, c.Acting(), authors, ids, false)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]rookery.Post, 0, len(posts))
 	for _, it := range posts {
-		author := it.String("author_id")
-		if blocked[author] {
-			continue
+		if v.maySee(c, it) {
+			out = append(out, v.render(it))
 		}
-		if it.String("visibility") == rookery.Followers && !(c.Server && c.OnBehalfOf == "" || viewer == author || follows[author]) {
-			continue
-		}
-		p := postFromItem(it, authorOf(users[author]))
-		p.LikedByMe = liked[p.ID]
-		out = append(out, p)
 	}
 	return out, nil
+}
+
+// view is what rendering posts for one viewer needs, read in one batch: the authors, the viewer's
+// follow edges, blocks either way and mutes of them, the viewer's likes of the posts, and (for the
+// home feed, which starts from references) the posts themselves.
+type view struct {
+	viewer                        string
+	users, posts                  map[string]table.Item
+	follows, blocked, muted, liked map[string]bool
+}
+
+// loadView reads the view of viewer over authors and the posts ids (reading the posts too if
+// withPosts), in batches of table.MaxBatchGet keys.
+func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string, withPosts bool) (view, error) {
+	v := view{viewer: viewer, users: map[string]table.Item{}, posts: map[string]table.Item{},
+		follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
+	var keys []table.Key
+	seen := map[string]bool{}
+	user := rookery.ValidUserID(viewer)
+	for _, id := range authors {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		keys = append(keys, userKey(id))
+		if user && viewer != id {
+			keys = append(keys, followKey(viewer, id), blockKey(id, viewer), blockKey(viewer, id))
+			if withPosts {
+				keys = append(keys, muteKey(viewer, id))
+			}
+		}
+	}
+	for _, id := range ids {
+		if user {
+			keys = append(keys, likeKey(id, viewer))
+		}
+		if withPosts {
+			keys = append(keys, postKey(id))
+		}
+	}
+	for chunk := range slices.Chunk(keys, table.MaxBatchGet) {
+		got, err := a.table.BatchGet(ctx, chunk)
+		if err != nil {
+			return v, err
+		}
+		for i, it := range got {
+			if it == nil {
+				continue
+			}
+			pk, sk := chunk[i].PK, chunk[i].SK
+			switch {
+			case strings.HasPrefix(pk, "USER#"):
+				v.users[it.String("id")] = it
+			case strings.HasPrefix(pk, "FOLLOW#"):
+				v.follows[sk] = true
+			case strings.HasPrefix(pk, "MUTE#"):
+				v.muted[sk] = true
+			case strings.HasPrefix(pk, "BLOCK#"):
+				// Either direction hides the author's posts from the viewer.
+				if blocker := strings.TrimPrefix(pk, "BLOCK#"); blocker == viewer {
+					v.blocked[sk] = true
+				} else {
+					v.blocked[blocker] = true
+				}
+			case sk == skMeta:
+				v.posts[it.String("id")] = it
+			default:
+				v.liked[it.String("post_id")] = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not across
+// a block, and a followers post only by its author, a follower, or a server token of its own.
+func (v view) maySee(c rookery.Caller, it table.Item) bool {
+	author := it.String("author_id")
+	if v.blocked[author] {
+		return false
+	}
+	return it.String("visibility") != rookery.Followers || c.Server && c.OnBehalfOf == "" || v.viewer == author || v.follows[author]
+}
+
+// render is post it as v's viewer sees it.
+func (v view) render(it table.Item) rookery.Post {
+	p := postFromItem(it, authorOf(v.users[it.String("author_id")]))
+	p.LikedByMe = v.liked[p.ID]
+	return p
 }
 
 // Post returns post id as the caller may see it: NotFound if it does not exist, was deleted, or is
@@ -439,6 +489,11 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 		given = old.Strings("given_tags") // the text's hashtags are derived again below
 	}
 	tags := tagsOf(&fe, given, text)
+	visibility := old.String("visibility")
+	if e.Visibility != nil {
+		visibility = *e.Visibility
+		checkVisibility(&fe, visibility)
+	}
 	if err := fe.Err(op); err != nil {
 		return rookery.Post{}, err
 	}
@@ -450,7 +505,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	created := time.UnixMilli(old.Int("created_at"))
 	author := old.String("author_id")
 	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
-		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "edited_at": now.UnixMilli(),
+		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "visibility": visibility, "edited_at": now.UnixMilli(),
 	}}, table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
 		if !slices.Contains(tags, t) {
@@ -468,7 +523,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 			newMentions = append(newMentions, m)
 		}
 	}
-	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: old.String("visibility"), CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
+	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}

@@ -67,6 +67,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET /v1/posts/{id}", "GET", "/v1/posts/" + pub, "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 404, "server": 200, "none": 401}},
 		{"GET /v1/users/{id}/posts", "GET", "/v1/users/owner/posts", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
 		{"GET /v1/tags/{tag}/posts", "GET", "/v1/tags/m/posts", "", cell{"owner": 200, "blocked": 200, "server": 200, "none": 401}},
+		// The home feed is the caller's own; a server token must name the reader.
+		{"GET /v1/feed", "GET", "/v1/feed", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 200, "server": 400, "none": 401}},
 		{"PUT /v1/posts/{id}/likes/{user}", "PUT", "/v1/posts/" + pub + "/likes/{caller}", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 403, "none": 401}},
 		{"DELETE /v1/posts/{id}/likes/{user}", "DELETE", "/v1/posts/" + pub + "/likes/{caller}", "", cell{"owner": 204, "other": 204, "blocked": 403, "none": 401}},
 		{"PUT /v1/posts/{id}/likes/{user}", "PUT", "/v1/posts/" + pub + "/likes/owner", "", cell{"other": 403, "follower": 403, "blocked": 403, "none": 401}},

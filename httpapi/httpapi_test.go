@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -31,16 +32,37 @@ import (
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline"
+	tlredis "github.com/rookery/rookery/timeline/redis"
+	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 var secret = []byte("httpapi-test-secret-0123456789abcdef")
 
+// tb is what the fixture's helpers need of a test: a *testing.T, or a *rapid.T in a property.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 type fixture struct {
-	t     testing.TB
-	srv   *httptest.Server
-	store table.Table
-	logs  *syncWriter
-	evlog events.Log
+	t      tb
+	srv    *httptest.Server
+	store  table.Table
+	logs   *syncWriter
+	evlog  events.Log
+	outbox *events.Outbox
+	groups []string // the consumer groups of the pipeline
+	// loseTimeline makes user's stored timeline vanish, as a Redis restart or inactivity does.
+	loseTimeline func(user string)
+}
+
+// fixtureConfig varies the fixture; the zero value is the default service.
+type fixtureConfig struct {
+	timelines          string // "table" (the default: in the store) or "redis" (127.0.0.1:6379)
+	celebrityThreshold int    // 0: the default
+	timelineCap        int    // 0: the default
 }
 
 // flakyStore fails every operation with err while err is set.
@@ -96,7 +118,9 @@ func openStore(t testing.TB, clock rookery.Clock) table.Table {
 	return db
 }
 
-func newFixture(t testing.TB) (*fixture, *flakyStore) {
+func newFixture(t testing.TB) (*fixture, *flakyStore) { return newFixtureWith(t, fixtureConfig{}) }
+
+func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	t.Helper()
 	clock := rookery.ClockFunc(time.Now)
 	store := &flakyStore{Table: openStore(t, clock)}
@@ -113,11 +137,14 @@ func newFixture(t testing.TB) (*fixture, *flakyStore) {
 	var n atomic.Int64
 	m := metrics.New()
 	observed := table.Observed(store, m.ObserveStore)
+	tl, lose := openTimelines(t, cfg, store)
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
-		IDs: func() string { return ulid.Make().String() }})
+		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
+		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap})
 	// The pipeline runs as in production: the relay and the application's consumers.
-	eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
+	consumers := application.Consumers()
+	eventstest.RunPipeline(t, outbox, evlog, consumers)
 	h := httpapi.NewServer(httpapi.Deps{
 		App:      application,
 		Verifier: v,
@@ -128,7 +155,67 @@ func newFixture(t testing.TB) (*fixture, *flakyStore) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog}, store
+	f := &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, outbox: outbox, loseTimeline: lose}
+	for _, c := range consumers {
+		f.groups = append(f.groups, c.Group)
+	}
+	return f, store
+}
+
+// openTimelines returns the timeline store cfg names and a function that makes a user's timeline
+// vanish.
+func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline.Store, func(string)) {
+	if cfg.timelines != "redis" {
+		return tablestore.New(store, tablestore.Options{Cap: cfg.timelineCap}), func(user string) {
+			if err := store.Delete(context.Background(), table.Key{PK: "FEED#" + user, SK: "~"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+	prefix := fmt.Sprintf("rookeryhttp-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		client.Close()
+	})
+	return tlredis.New(client, tlredis.Options{Prefix: prefix, Cap: cfg.timelineCap}), func(user string) {
+		if err := client.Del(context.Background(), "{"+prefix+":"+user+"}:tl").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// drain waits until the pipeline is idle: nothing in the outbox, every group caught up (twice in
+// a row, 20 ms apart), and fails the test if that takes over 30 s.
+func (f *fixture) drain() {
+	f.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	idle := 0
+	for idle < 2 {
+		if time.Now().After(deadline) {
+			f.t.Fatal("the event pipeline did not drain in 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+		busy := false
+		if n, err := f.outbox.Pending(ctx, 1); err != nil || n > 0 {
+			busy = true
+		}
+		for _, g := range f.groups {
+			if n, _, err := f.evlog.Lag(ctx, g); err != nil || n > 0 {
+				busy = true
+			}
+		}
+		if busy {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
 }
 
 // syncWriter lets the server's goroutines log into one builder.
@@ -149,7 +236,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func token(t testing.TB, sub string, server bool) string {
+func token(t tb, sub string, server bool) string {
 	t.Helper()
 	tok, err := auth.Mint(secret, sub, server, time.Hour, time.Now())
 	if err != nil {
@@ -392,42 +479,42 @@ func TestDeadLetterAdministration(t *testing.T) {
 	ctx := context.Background()
 	for i := range 3 {
 		id := fmt.Sprintf("ev%d", i)
-		if err := f.evlog.DeadLetter(ctx, "fanout", events.DeadLetter{Event: eventstest.Event(id, "k", i), Error: "boom", Attempts: 8}); err != nil {
+		if err := f.evlog.DeadLetter(ctx, "audit", events.DeadLetter{Event: eventstest.Event(id, "k", i), Error: "boom", Attempts: 8}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	app, alice := token(t, "app", true), token(t, "alice", false)
 	// Only server tokens administer the queue.
-	f.want(f.do("GET", "/v1/admin/dlq/fanout", alice, ""), 403, "forbidden")
-	f.want(f.do("POST", "/v1/admin/dlq/fanout/ev0/replay", alice, ""), 403, "forbidden")
-	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev0", alice, ""), 403, "forbidden")
-	f.want(f.do("GET", "/v1/admin/dlq/fanout", "", ""), 401, "unauthenticated")
-	r := f.do("GET", "/v1/admin/dlq/fanout?limit=2", app, "")
+	f.want(f.do("GET", "/v1/admin/dlq/audit", alice, ""), 403, "forbidden")
+	f.want(f.do("POST", "/v1/admin/dlq/audit/ev0/replay", alice, ""), 403, "forbidden")
+	f.want(f.do("DELETE", "/v1/admin/dlq/audit/ev0", alice, ""), 403, "forbidden")
+	f.want(f.do("GET", "/v1/admin/dlq/audit", "", ""), 401, "unauthenticated")
+	r := f.do("GET", "/v1/admin/dlq/audit?limit=2", app, "")
 	f.want(r, 200, "")
 	items := r.body["items"].([]any)
 	if len(items) != 2 || r.body["next_cursor"] != "ev1" {
 		t.Fatalf("first page = %s", r.raw)
 	}
-	r = f.do("GET", "/v1/admin/dlq/fanout?limit=2&cursor=ev1", app, "")
+	r = f.do("GET", "/v1/admin/dlq/audit?limit=2&cursor=ev1", app, "")
 	if items := r.body["items"].([]any); len(items) != 1 || r.body["next_cursor"] != nil {
 		t.Fatalf("second page = %s", r.raw)
 	}
-	r = f.do("GET", "/v1/admin/dlq/fanout/ev1", app, "")
+	r = f.do("GET", "/v1/admin/dlq/audit/ev1", app, "")
 	f.want(r, 200, "")
 	if r.body["error"] != "boom" || r.body["attempts"] != float64(8) {
 		t.Fatalf("show = %s", r.raw)
 	}
-	f.want(f.do("POST", "/v1/admin/dlq/fanout/ev1/replay", app, ""), 204, "")
-	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev2", app, ""), 204, "")
-	f.want(f.do("GET", "/v1/admin/dlq/fanout/ev1", app, ""), 404, "not_found")
-	f.want(f.do("DELETE", "/v1/admin/dlq/fanout/ev2", app, ""), 404, "not_found")
-	f.want(f.do("GET", "/v1/admin/dlq/fanout?limit=500", app, ""), 400, "invalid")
+	f.want(f.do("POST", "/v1/admin/dlq/audit/ev1/replay", app, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/admin/dlq/audit/ev2", app, ""), 204, "")
+	f.want(f.do("GET", "/v1/admin/dlq/audit/ev1", app, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/admin/dlq/audit/ev2", app, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/admin/dlq/audit?limit=500", app, ""), 400, "invalid")
 	f.want(f.do("GET", "/v1/admin/dlq/bad%20group", app, ""), 400, "invalid")
-	if r := f.do("GET", "/v1/admin/dlq/fanout", app, ""); len(r.body["items"].([]any)) != 1 {
+	if r := f.do("GET", "/v1/admin/dlq/audit", app, ""); len(r.body["items"].([]any)) != 1 {
 		t.Fatalf("after replay and drop: %s", r.raw)
 	}
 	// The replayed event is delivered to its group again.
-	s, err := f.evlog.Subscribe(ctx, "fanout", events.SubscribeOptions{})
+	s, err := f.evlog.Subscribe(ctx, "audit", events.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,12 @@ func (s *server) tagPosts(w http.ResponseWriter, r *http.Request) {
 	s.listPosts(w, r, r.PathValue("tag"), s.App.PostsByTag)
 }
 
+func (s *server) feed(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, "", func(ctx context.Context, _, cursor string, limit int) (app.Page[rookery.Post], error) {
+		return s.App.Feed(ctx, cursor, limit)
+	})
+}
+
 func (s *server) listPosts(w http.ResponseWriter, r *http.Request, of string, list func(ctx context.Context, of, cursor string, limit int) (app.Page[rookery.Post], error)) {
 	servePage(s, w, r, of, list)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func postIDs(items any) string {
@@ -34,6 +35,7 @@ func TestPostsThroughHTTP(t *testing.T) {
 	}
 	// A client-chosen ULID makes a retry safe: the same body again returns the same post, 200.
 	body := `{"id":"01JD0000000000000000000000","text":"for followers #go","visibility":"followers"}`
+	time.Sleep(2 * time.Millisecond) // a later millisecond: lists order by time, then id
 	r = f.do("POST", "/v1/posts", alice, body)
 	f.want(r, 201, "")
 	priv := r.body["id"].(string)

@@ -1,6 +1,6 @@
 // Package timeline defines the store of home timelines (DESIGN decision 3): per user, references to
 // the posts of the people they follow, newest first, capped. Posts are hydrated at read time, so an
-// entry is only a reference (post id, author id, time). Backends: table-backed (timeline/table, on
+// entry is only a reference (post id, author id, time). Backends: table-backed (timeline/tablestore, on
 // the table interface: Pebble or DynamoDB) and Redis sorted sets; timelinetest is the conformance
 // suite both run.
 //
@@ -21,34 +21,50 @@ type Entry struct {
 	At       time.Time // the post's creation time, to the millisecond
 }
 
+// Older reports whether e comes after f in a timeline: it is older, or as old with a smaller post id.
+func (e Entry) Older(f Entry) bool {
+	return e.At.Before(f.At) || e.At.Equal(f.At) && e.PostID < f.PostID
+}
+
 // Page is one page of a timeline.
 type Page struct {
 	Entries []Entry
-	Next    string // "" on the last page
-	Exists  bool   // false if the timeline does not exist (Entries is then empty)
+	Exists  bool // false if the timeline does not exist (Entries is then empty)
 }
 
 // DefaultCap is how many entries a timeline keeps.
 const DefaultCap = 800
 
 // Store keeps home timelines. Implementations are safe for concurrent use. Errors are
-// *rookery.Error: Invalid for malformed arguments or a bad cursor, Unavailable when the backend is
-// down (safe to retry), Internal otherwise.
+// *rookery.Error: Invalid for malformed arguments, Unavailable when the backend is down (safe to
+// retry), Internal otherwise.
+//
+// A timeline that nobody reads for the store's inactivity period stops existing (Push skips it and
+// the read path rebuilds it), so fan-out does no work for readers who are gone.
 type Store interface {
 	// Push adds e to the timeline of each user in users whose timeline exists, and trims each to the
-	// cap. Adding an entry a timeline holds already changes nothing (fan-out is redelivered).
+	// cap (possibly lazily: a timeline may briefly hold a few more, the oldest). Adding an entry a
+	// timeline holds already changes nothing (fan-out is redelivered).
 	Push(ctx context.Context, users []string, e Entry) error
 
-	// Page returns up to limit (1..100) entries of user's timeline, newest first, after the entry the
-	// cursor names ("" for the first page). Cursors stay valid while entries are added or removed:
-	// paging never repeats an entry and never skips one that was there throughout.
-	Page(ctx context.Context, user, cursor string, limit int) (Page, error)
+	// Page returns up to limit (1..100) entries of user's timeline that are older than before (the
+	// zero Entry: from the newest), newest first. Fewer than limit means there are no more. Paging
+	// by the last entry of a page never repeats an entry and never skips one that was there
+	// throughout. Reading a timeline keeps it active.
+	Page(ctx context.Context, user string, before Entry, limit int) (Page, error)
 
 	// Exists reports whether user's timeline exists.
 	Exists(ctx context.Context, user string) (bool, error)
 
-	// Create makes user's timeline exist holding exactly entries (newest cap of them): a rebuild.
+	// Create makes user's timeline exist holding exactly entries (newest cap of them): a rebuild
+	// starts with Create(user, nil), then Adds what it pulled, so that nothing pushed meanwhile is lost.
 	Create(ctx context.Context, user string, entries []Entry) error
+
+	// Add adds entries to user's timeline if it exists and trims it to exactly the cap, newest kept.
+	Add(ctx context.Context, user string, entries []Entry) error
+
+	// DropOlder removes the entries of user's timeline older than e.
+	DropOlder(ctx context.Context, user string, e Entry) error
 
 	// Remove removes post from user's timeline (absent is a success).
 	Remove(ctx context.Context, user, postID string) error

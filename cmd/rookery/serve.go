@@ -105,7 +105,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 			log.Error("closing the event log", "err", err)
 		}
 	}()
-	timelines, timelinesReady, err := sc.timelines.open(store, cursorKey)
+	timelines, timelinesReady, err := sc.timelines.open(store, clock)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		deps.Ready["timelines"] = timelinesReady
 	}
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
-		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold})
+		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap})
 	if sc.role != "worker" {
 		deps.App = application
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/timeline"
@@ -20,6 +22,8 @@ type timelinesConfig struct {
 	redisAddr          string
 	redisPrefix        string
 	cap                int
+	ttl                time.Duration
+	inactiveAfter      time.Duration
 	celebrityThreshold int
 }
 
@@ -28,19 +32,21 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address, with --timelines redis (host:port; several, comma-separated, for a cluster)")
 	f.StringVar(&c.redisPrefix, "redis-prefix", "rookery", "prefix of Rookery's Redis keys")
 	f.IntVar(&c.cap, "timeline-cap", timeline.DefaultCap, "entries kept per home timeline")
+	f.DurationVar(&c.ttl, "timeline-ttl", 30*24*time.Hour, "home timeline entries expire this long after their post")
+	f.DurationVar(&c.inactiveAfter, "inactive-after", 14*24*time.Hour, "readers who have not read their feed this long are skipped by fan-out; their timeline is rebuilt on their next read")
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }
 
 // open returns the configured timeline store and, for Redis, a readiness check (table-backed
 // timelines live in the store, whose check covers them).
-func (c *timelinesConfig) open(store table.Table, cursorKey []byte) (timeline.Store, func(context.Context) error, error) {
+func (c *timelinesConfig) open(store table.Table, clock rookery.Clock) (timeline.Store, func(context.Context) error, error) {
 	switch c.backend {
 	case "table":
-		return tablestore.New(store, tablestore.Options{Cap: c.cap}), nil, nil
+		return tablestore.New(store, tablestore.Options{Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter, Clock: clock}), nil, nil
 	case "redis":
 		client := goredis.NewUniversalClient(&goredis.UniversalOptions{Addrs: splitAddrs(c.redisAddr)})
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Cap: c.cap, CursorKey: cursorKey}), ping, nil
+		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter}), ping, nil
 	}
 	return nil, nil, fmt.Errorf("--timelines must be table or redis, not %q", c.backend)
 }

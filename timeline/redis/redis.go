@@ -23,26 +23,25 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rookery/rookery"
-	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/timeline"
 )
 
 // Options configure a Store.
 type Options struct {
-	Prefix string // key prefix (one deployment, or one test)
-	// CursorKey signs page cursors (shared by every API node). Required.
-	CursorKey []byte
-	Cap       int           // 0 means timeline.DefaultCap
-	TTL       time.Duration // 0 means 30 days
+	Prefix string        // key prefix (one deployment, or one test)
+	Cap    int           // 0 means timeline.DefaultCap
+	TTL    time.Duration // entries older than this are dropped; 0 means 30 days
+	// InactiveAfter: a timeline unread this long expires; 0 means 14 days.
+	InactiveAfter time.Duration
 }
 
 // Store is a timeline.Store in Redis.
 type Store struct {
-	cursors *table.Cursors
-	c       goredis.UniversalClient
-	prefix  string
-	cap     int
-	ttl     time.Duration
+	c      goredis.UniversalClient
+	prefix string
+	cap    int
+	ttl    time.Duration
+	idle   time.Duration
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -55,7 +54,10 @@ func New(c goredis.UniversalClient, o Options) *Store {
 	if o.TTL <= 0 {
 		o.TTL = 30 * 24 * time.Hour
 	}
-	return &Store{c: c, prefix: o.Prefix, cap: o.Cap, ttl: o.TTL, cursors: table.NewCursors(o.CursorKey)}
+	if o.InactiveAfter <= 0 {
+		o.InactiveAfter = 14 * 24 * time.Hour
+	}
+	return &Store{c: c, prefix: o.Prefix, cap: o.Cap, ttl: o.TTL, idle: o.InactiveAfter}
 }
 
 const sentinel = "~"
@@ -76,104 +78,126 @@ func translate(op rookery.Op, err error) error {
 	return rookery.E(op, rookery.Unavailable, "Redis is unavailable", err)
 }
 
-// push adds ARGV[2] at score ARGV[1] if the timeline exists, drops entries older than ARGV[3],
-// keeps the newest ARGV[4] entries (rank 0 is the sentinel), and refreshes the expiry ARGV[5] s.
-var push = goredis.NewScript(`
+func checkUser(op rookery.Op, user string) error {
+	if !rookery.ValidUserID(user) {
+		return rookery.E(op, rookery.Invalid, "not a user id")
+	}
+	return nil
+}
+
+// add adds the score/member pairs ARGV[3..] if the timeline exists, drops entries older than
+// ARGV[1], and keeps the newest ARGV[2] entries (rank 0 is the sentinel). It leaves the key's
+// expiry alone: only reads keep a timeline alive.
+var add = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[3])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[4]) + 1))
-redis.call('EXPIRE', KEYS[1], ARGV[5])
+for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i+1]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
 return 1`)
+
+func (s *Store) addArgs(entries []timeline.Entry) []any {
+	args := []any{time.Now().Add(-s.ttl).UnixMilli(), s.cap}
+	for _, e := range entries {
+		args = append(args, e.At.UnixMilli(), member(e))
+	}
+	return args
+}
+
+// hold records that the timelines of users hold the entries' posts, for RemovePost.
+func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry) error {
+	if len(users) == 0 || len(entries) == 0 {
+		return nil
+	}
+	p := s.c.Pipeline()
+	for _, e := range entries {
+		p.SAdd(ctx, s.postKey(e.PostID), users...)
+		p.Expire(ctx, s.postKey(e.PostID), s.ttl)
+	}
+	_, err := p.Exec(ctx)
+	return err
+}
 
 // Push implements timeline.Store: one pipeline for the batch of users.
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "redis.Push"
-	oldest := time.Now().Add(-s.ttl).UnixMilli()
+	args := s.addArgs([]timeline.Entry{e})
 	pipe := s.c.Pipeline()
 	for _, u := range users {
-		if !rookery.ValidUserID(u) {
-			return rookery.E(op, rookery.Invalid, "not a user id")
+		if err := checkUser(op, u); err != nil {
+			return err
 		}
 		// EVAL, not EVALSHA: a pipeline cannot fall back when Redis's script cache is empty.
-		push.Eval(ctx, pipe, []string{s.tlKey(u)}, e.At.UnixMilli(), member(e), oldest, s.cap, int(s.ttl.Seconds()))
+		add.Eval(ctx, pipe, []string{s.tlKey(u)}, args...)
 	}
 	cmds, err := pipe.Exec(ctx)
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return translate(op, err)
 	}
-	// Record which timelines hold the post, for RemovePost.
 	var holders []any
 	for i, c := range cmds {
 		if n, _ := c.(*goredis.Cmd).Int(); n == 1 {
 			holders = append(holders, users[i])
 		}
 	}
-	if len(holders) > 0 {
-		p := s.c.Pipeline()
-		p.SAdd(ctx, s.postKey(e.PostID), holders...)
-		p.Expire(ctx, s.postKey(e.PostID), s.ttl)
-		if _, err := p.Exec(ctx); err != nil {
-			return translate(op, err)
-		}
-	}
-	return nil
+	return translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
 }
 
-// Page implements timeline.Store. The cursor seals the last entry's score and member, bound to the
-// user (table.Cursors); the next page starts strictly after it in (score desc, member desc) order.
-func (s *Store) Page(ctx context.Context, user, cursor string, limit int) (timeline.Page, error) {
+// Add implements timeline.Store.
+func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "redis.Add"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	n, err := add.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
+	if err != nil || n == 0 {
+		return translate(op, err)
+	}
+	return translate(op, s.hold(ctx, []any{user}, entries))
+}
+
+// Page implements timeline.Store: one round trip that refreshes the timeline's expiry (which
+// reports whether it exists), reads the entries at before's millisecond (ties) and the older ones.
+func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, limit int) (timeline.Page, error) {
 	const op rookery.Op = "redis.Page"
-	if !rookery.ValidUserID(user) {
-		return timeline.Page{}, rookery.E(op, rookery.Invalid, "not a user id")
+	if err := checkUser(op, user); err != nil {
+		return timeline.Page{}, err
 	}
 	if limit < 1 || limit > 100 {
 		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
 	}
-	max, after := "+inf", ""
-	bound := table.Query{Index: "timeline", PK: user}
-	if cursor != "" {
-		bound.Cursor = cursor
-		pos, err := s.cursors.Open(op, bound)
-		if err != nil {
-			return timeline.Page{}, err
-		}
-		max, after = pos.IndexSK, pos.Key.SK
+	k := s.tlKey(user)
+	pipe := s.c.Pipeline()
+	exists := pipe.Expire(ctx, k, s.idle)
+	var ties *goredis.ZSliceCmd
+	max := "+inf"
+	if before.PostID != "" {
+		ms := strconv.FormatInt(before.At.UnixMilli(), 10)
+		ties = pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: ms, Stop: ms, ByScore: true, Rev: true})
+		max = "(" + ms
 	}
-	// Entries at the cursor's own score that sort at or above it are skipped: ask for enough more.
-	res, err := s.c.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{
-		Key: s.tlKey(user), Start: max, Stop: "(-inf", ByScore: true, Rev: true, Count: int64(limit + 64),
-	}).Result()
-	if err != nil {
+	older := pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: max, Stop: "(-inf", ByScore: true, Rev: true, Count: int64(limit)})
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return timeline.Page{}, translate(op, err)
 	}
-	if cursor == "" && len(res) == 0 {
-		exists, err := s.Exists(ctx, user)
-		if err != nil || !exists {
-			return timeline.Page{}, err
+	if !exists.Val() {
+		return timeline.Page{}, nil
+	}
+	var zs []goredis.Z
+	if ties != nil {
+		for _, z := range ties.Val() {
+			if post, _, _ := strings.Cut(z.Member.(string), sep); post < before.PostID {
+				zs = append(zs, z)
+			}
 		}
 	}
+	zs = append(zs, older.Val()...)
 	page := timeline.Page{Exists: true}
-	var last goredis.Z
-	more := false
-	for _, z := range res {
-		m := z.Member.(string)
-		if after != "" && strconv.FormatInt(int64(z.Score), 10) == max && m >= after {
-			continue
-		}
-		if len(page.Entries) == limit {
-			more = true
-			break
-		}
-		post, author, _ := strings.Cut(m, sep)
+	for _, z := range zs[:min(len(zs), limit)] {
+		post, author, _ := strings.Cut(z.Member.(string), sep)
 		page.Entries = append(page.Entries, timeline.Entry{PostID: post, AuthorID: author, At: time.UnixMilli(int64(z.Score)).UTC()})
-		last = z
-	}
-	if !more && int64(len(res)) == int64(limit+64) {
-		more = len(page.Entries) > 0 // a full answer: there may be more
-	}
-	if more {
-		page.Next = s.cursors.Seal(bound, table.Position{Key: table.Key{PK: user, SK: last.Member.(string)}, IndexSK: strconv.FormatInt(int64(last.Score), 10)})
 	}
 	return page, nil
 }
@@ -187,33 +211,44 @@ func (s *Store) Exists(ctx context.Context, user string) (bool, error) {
 // Create implements timeline.Store.
 func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entry) error {
 	const op rookery.Op = "redis.Create"
-	if !rookery.ValidUserID(user) {
-		return rookery.E(op, rookery.Invalid, "not a user id")
+	if err := checkUser(op, user); err != nil {
+		return err
 	}
 	k := s.tlKey(user)
-	zs := []goredis.Z{{Score: math.Inf(-1), Member: sentinel}}
-	for _, e := range entries {
-		zs = append(zs, goredis.Z{Score: float64(e.At.UnixMilli()), Member: member(e)})
-	}
 	pipe := s.c.TxPipeline()
 	pipe.Del(ctx, k)
-	pipe.ZAdd(ctx, k, zs...)
-	pipe.ZRemRangeByRank(ctx, k, 1, -int64(s.cap+1))
-	pipe.Expire(ctx, k, s.ttl)
+	pipe.ZAdd(ctx, k, goredis.Z{Score: math.Inf(-1), Member: sentinel})
+	pipe.Expire(ctx, k, s.idle)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return translate(op, err)
 	}
-	p := s.c.Pipeline()
-	for _, e := range entries {
-		p.SAdd(ctx, s.postKey(e.PostID), user)
-		p.Expire(ctx, s.postKey(e.PostID), s.ttl)
+	return s.Add(ctx, user, entries)
+}
+
+// DropOlder implements timeline.Store.
+func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
+	const op rookery.Op = "redis.DropOlder"
+	if err := checkUser(op, user); err != nil {
+		return err
 	}
-	if len(entries) > 0 {
-		if _, err := p.Exec(ctx); err != nil {
-			return translate(op, err)
+	k := s.tlKey(user)
+	ms := strconv.FormatInt(e.At.UnixMilli(), 10)
+	pipe := s.c.Pipeline()
+	pipe.ZRemRangeByScore(ctx, k, "(-inf", "("+ms)
+	ties := pipe.ZRangeByScore(ctx, k, &goredis.ZRangeBy{Min: ms, Max: ms})
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return translate(op, err)
+	}
+	var gone []any
+	for _, m := range ties.Val() {
+		if post, _, _ := strings.Cut(m, sep); post < e.PostID {
+			gone = append(gone, m)
 		}
 	}
-	return nil
+	if len(gone) == 0 {
+		return nil
+	}
+	return translate(op, s.c.ZRem(ctx, k, gone...).Err())
 }
 
 // Remove implements timeline.Store.
@@ -253,8 +288,8 @@ func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
 }
 
 func (s *Store) members(ctx context.Context, user string) ([]string, error) {
-	if !rookery.ValidUserID(user) {
-		return nil, rookery.E(rookery.Op("redis.Remove"), rookery.Invalid, "not a user id")
+	if err := checkUser("redis.Remove", user); err != nil {
+		return nil, err
 	}
 	ms, err := s.c.ZRange(ctx, s.tlKey(user), 0, -1).Result()
 	return ms, translate("redis.Remove", err)

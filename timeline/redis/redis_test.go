@@ -41,6 +41,6 @@ func TestConformance(t *testing.T) {
 				client.Del(ctx, iter.Val())
 			}
 		})
-		return redis.New(client, redis.Options{Prefix: prefix, Cap: cfg.Cap, CursorKey: []byte("k")})
+		return redis.New(client, redis.Options{Prefix: prefix, Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter})
 	})
 }

@@ -1,15 +1,17 @@
 // Package tablestore keeps home timelines in the table (seed 003/004 FeedItem partitions), so they
 // live in Pebble or DynamoDB like everything else.
 //
-//	marker   FEED#<user>  #                      the timeline exists
+//	marker   FEED#<user>  ~                      ttl  (the timeline exists; it expires when unread)
 //	entry    FEED#<user>  <13-digit ms>#<post>   post_id, author_id, at, ttl;
 //	                                             GSI4 POST#<post> / FEED#<user>  (timelines holding a post)
 //
 // Entries sort by time then post id, so a descending query is the timeline newest first. The
-// marker sorts before every entry ('#' < '0'). RemovePost queries GSI4 for the copies of a post and
-// deletes them: O(copies), never a scan. Trimming to the cap is amortized: a push trims a timeline
-// with probability 1/trimEvery (decided by a hash, so redeliveries agree), and reads never show more
-// than the cap.
+// marker sorts after every entry ('~' > '9'), so the first page's query reads it with the entries.
+// Reading a timeline pushes its marker's expiry InactiveAfter ahead (at most once an hour); a
+// timeline nobody reads loses its marker, and with it its existence. RemovePost queries GSI4 for the
+// copies of a post and deletes them: O(copies), never a scan. Trimming to the cap on Push is
+// amortized: a push trims a timeline with probability 1/trimEvery (decided by a hash, so
+// redeliveries agree); Add trims at once.
 package tablestore
 
 import (
@@ -17,7 +19,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,13 +31,18 @@ import (
 type Options struct {
 	Cap int           // entries kept per timeline; 0 means timeline.DefaultCap
 	TTL time.Duration // entries expire this long after their post; 0 means 30 days
+	// InactiveAfter: a timeline unread this long stops existing; 0 means 14 days.
+	InactiveAfter time.Duration
+	Clock         rookery.Clock // nil means the system clock
 }
 
 // Store is a timeline.Store on a table.
 type Store struct {
-	t   table.Table
-	cap int
-	ttl time.Duration
+	t     table.Table
+	cap   int
+	ttl   time.Duration
+	idle  time.Duration
+	clock rookery.Clock
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -52,10 +58,16 @@ func New(t table.Table, o Options) *Store {
 	if o.TTL <= 0 {
 		o.TTL = 30 * 24 * time.Hour
 	}
-	return &Store{t: t, cap: o.Cap, ttl: o.TTL}
+	if o.InactiveAfter <= 0 {
+		o.InactiveAfter = 14 * 24 * time.Hour
+	}
+	if o.Clock == nil {
+		o.Clock = rookery.SystemClock
+	}
+	return &Store{t: t, cap: o.Cap, ttl: o.TTL, idle: o.InactiveAfter, clock: o.Clock}
 }
 
-const marker = "#"
+const marker = "~"
 
 func feedPK(user string) string { return "FEED#" + user }
 
@@ -67,6 +79,15 @@ func (s *Store) entryItem(user string, e timeline.Entry) table.Item {
 		"at": e.At.UnixMilli(), table.TTL: e.At.Add(s.ttl).Unix(),
 		"GSI4PK": "POST#" + e.PostID, "GSI4SK": feedPK(user),
 	}
+}
+
+func entryOf(it table.Item) timeline.Entry {
+	return timeline.Entry{PostID: it.String("post_id"), AuthorID: it.String("author_id"), At: time.UnixMilli(it.Int("at")).UTC()}
+}
+
+// markerItem is user's marker, expiring InactiveAfter from now.
+func (s *Store) markerItem(user string) table.Item {
+	return table.Item{table.PK: feedPK(user), table.SK: marker, table.TTL: s.clock.Now().Add(s.idle).Unix()}
 }
 
 func checkUser(op rookery.Op, user string) error {
@@ -102,10 +123,8 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 				trim = append(trim, chunk[i])
 			}
 		}
-		for ws := range slices.Chunk(writes, table.MaxTransact) {
-			if err := s.t.TransactWrite(ctx, ws); err != nil {
-				return err
-			}
+		if err := s.write(ctx, writes); err != nil {
+			return err
 		}
 		for _, u := range trim {
 			if err := s.trim(ctx, u); err != nil {
@@ -133,7 +152,7 @@ func (s *Store) trim(ctx context.Context, user string) error {
 
 // entries is the query of user's timeline entries (the marker excluded), newest first if desc.
 func (s *Store) entries(user string, desc bool) table.Query {
-	return table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: desc, Limit: table.MaxQueryLimit}
+	return table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLt, Value: marker}, Desc: desc, Limit: table.MaxQueryLimit}
 }
 
 // deleteWhere pages through q and deletes every item pick selects, in transactions of up to
@@ -150,10 +169,8 @@ func (s *Store) deleteWhere(ctx context.Context, q table.Query, pick func(table.
 				dels = append(dels, table.DeleteWrite(it.Key()))
 			}
 		}
-		for ws := range slices.Chunk(dels, table.MaxTransact) {
-			if err := s.t.TransactWrite(ctx, ws); err != nil {
-				return err
-			}
+		if err := s.write(ctx, dels); err != nil {
+			return err
 		}
 		if p.Next == "" {
 			return nil
@@ -162,9 +179,9 @@ func (s *Store) deleteWhere(ctx context.Context, q table.Query, pick func(table.
 	}
 }
 
-// Page implements timeline.Store. Its cursor is the count of entries already read and the table's
-// cursor, so that reading stops at the cap.
-func (s *Store) Page(ctx context.Context, user, cursor string, limit int) (timeline.Page, error) {
+// Page implements timeline.Store. The first page's query reads the marker with the entries; a later
+// page reads the marker with a Get.
+func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, limit int) (timeline.Page, error) {
 	const op rookery.Op = "tablestore.Page"
 	if err := checkUser(op, user); err != nil {
 		return timeline.Page{}, err
@@ -172,34 +189,38 @@ func (s *Store) Page(ctx context.Context, user, cursor string, limit int) (timel
 	if limit < 1 || limit > 100 {
 		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
 	}
-	read, tcursor := 0, ""
-	if cursor != "" {
-		n, rest, ok := strings.Cut(cursor, ".")
-		v, err := strconv.Atoi(n)
-		if !ok || err != nil || v < 0 || rest == "" {
-			return timeline.Page{}, rookery.E(op, rookery.Invalid, "malformed cursor")
+	var mark table.Item
+	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLe, Value: marker}, Desc: true, Limit: limit + 1}
+	if before.PostID != "" {
+		q = table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLt, Value: entrySK(before)}, Desc: true, Limit: limit}
+		m, err := s.t.Get(ctx, table.Key{PK: feedPK(user), SK: marker})
+		if rookery.IsKind(err, rookery.NotFound) {
+			return timeline.Page{}, nil
+		} else if err != nil {
+			return timeline.Page{}, err
 		}
-		read, tcursor = v, rest
-	} else {
-		ok, err := s.Exists(ctx, user)
-		if err != nil || !ok {
+		mark = m
+	}
+	p, err := s.t.Query(ctx, q)
+	if err != nil {
+		return timeline.Page{}, err
+	}
+	items := p.Items
+	if mark == nil {
+		if len(items) == 0 || items[0].String(table.SK) != marker {
+			return timeline.Page{}, nil // no marker: the timeline does not exist
+		}
+		mark, items = items[0], items[1:]
+	}
+	// Keep the timeline active: push the marker's expiry ahead, at most once an hour.
+	if mark.Int(table.TTL) < s.clock.Now().Add(s.idle-min(time.Hour, s.idle/10)).Unix() {
+		if err := s.t.Put(ctx, s.markerItem(user)); err != nil {
 			return timeline.Page{}, err
 		}
 	}
 	page := timeline.Page{Exists: true}
-	limit = min(limit, s.cap-read)
-	if limit <= 0 {
-		return page, nil
-	}
-	p, err := s.t.Query(ctx, table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKGe, Value: "0"}, Desc: true, Limit: limit, Cursor: tcursor})
-	if err != nil {
-		return timeline.Page{}, err
-	}
-	for _, it := range p.Items {
-		page.Entries = append(page.Entries, timeline.Entry{PostID: it.String("post_id"), AuthorID: it.String("author_id"), At: time.UnixMilli(it.Int("at")).UTC()})
-	}
-	if p.Next != "" && read+len(p.Items) < s.cap {
-		page.Next = strconv.Itoa(read+len(p.Items)) + "." + p.Next
+	for _, it := range items {
+		page.Entries = append(page.Entries, entryOf(it))
 	}
 	return page, nil
 }
@@ -226,22 +247,58 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if err := s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true }); err != nil {
 		return err
 	}
-	es := slices.Clone(entries)
-	slices.SortFunc(es, func(a, b timeline.Entry) int { return strings.Compare(entrySK(b), entrySK(a)) })
-	es = slices.CompactFunc(es, func(a, b timeline.Entry) bool { return a.PostID == b.PostID })
-	if len(es) > s.cap {
-		es = es[:s.cap]
-	}
-	writes := []table.Write{table.PutWrite(table.Item{table.PK: feedPK(user), table.SK: marker})}
+	es := newest(entries, s.cap)
+	writes := []table.Write{table.PutWrite(s.markerItem(user))}
 	for _, e := range es {
 		writes = append(writes, table.PutWrite(s.entryItem(user, e)))
 	}
+	return s.write(ctx, writes)
+}
+
+// newest returns the newest n of entries, newest first, each post once.
+func newest(entries []timeline.Entry, n int) []timeline.Entry {
+	es := slices.Clone(entries)
+	slices.SortFunc(es, func(a, b timeline.Entry) int { return strings.Compare(entrySK(b), entrySK(a)) })
+	es = slices.CompactFunc(es, func(a, b timeline.Entry) bool { return a.PostID == b.PostID })
+	return es[:min(len(es), n)]
+}
+
+// write commits writes in transactions of up to MaxTransact.
+func (s *Store) write(ctx context.Context, writes []table.Write) error {
 	for ws := range slices.Chunk(writes, table.MaxTransact) {
 		if err := s.t.TransactWrite(ctx, ws); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Add implements timeline.Store.
+func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "tablestore.Add"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if ok, err := s.Exists(ctx, user); err != nil || !ok {
+		return err
+	}
+	var writes []table.Write
+	for _, e := range newest(entries, s.cap) {
+		writes = append(writes, table.PutWrite(s.entryItem(user, e)))
+	}
+	if err := s.write(ctx, writes); err != nil {
+		return err
+	}
+	return s.trim(ctx, user)
+}
+
+// DropOlder implements timeline.Store.
+func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
+	if err := checkUser("tablestore.DropOlder", user); err != nil {
+		return err
+	}
+	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLt, Value: entrySK(e)}, Limit: table.MaxQueryLimit}
+	return s.deleteWhere(ctx, q, func(table.Item) bool { return true })
 }
 
 // Remove implements timeline.Store: it finds the entry through the post index.

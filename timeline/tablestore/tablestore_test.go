@@ -2,7 +2,6 @@ package tablestore_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -17,8 +16,7 @@ import (
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
-// The clock is fixed before the test entries' times, so their 30-day TTL never expires them.
-var clock = rookery.ClockFunc(func() time.Time { return time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC) })
+var clock = rookery.SystemClock
 
 func TestConformancePebble(t *testing.T) {
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
@@ -27,7 +25,7 @@ func TestConformancePebble(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap})
+		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter, Clock: clock})
 	})
 }
 
@@ -39,6 +37,6 @@ func TestConformanceDynamoDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap})
+		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter, Clock: clock})
 	})
 }

@@ -16,7 +16,8 @@ import (
 
 // Config is what a backend's factory must honour.
 type Config struct {
-	Cap int // entries kept per timeline
+	Cap           int           // entries kept per timeline
+	InactiveAfter time.Duration // a timeline unread this long stops existing
 }
 
 // Factory opens an empty store configured as cfg says and registers its cleanup with t.
@@ -26,7 +27,8 @@ var ctx = context.Background()
 
 const capacity = 30
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+// t0 is an hour ago, so that no entry is past its TTL however late the suite runs.
+var t0 = time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 
 // entry n is post P<n> by author A<n%3>, at t0 + n seconds.
 func entry(n int) timeline.Entry {
@@ -42,16 +44,21 @@ func Run(t *testing.T, open Factory) {
 		{"a missing timeline reads as missing and push does not create it", testMissing},
 		{"entries page newest first, ties broken by post id", testOrder},
 		{"push reaches many timelines at once and is idempotent", testPush},
-		{"a timeline never shows more than the cap, newest kept", testCap},
+		{"a timeline keeps the newest cap entries", testCap},
 		{"create replaces a timeline", testCreateReplaces},
 		{"remove takes one entry, remove author all of theirs", testRemove},
 		{"remove post takes it from every timeline that holds it", testRemovePost},
 		{"paging while entries arrive neither repeats nor skips", testPagingWhilePushing},
-		{"bad cursors and limits are invalid", testInvalid},
+		{"add merges into an existing timeline and trims it to exactly the cap", testAdd},
+		{"drop older cuts a timeline below an entry, ties included", testDropOlder},
+		{"bad users and limits are invalid", testInvalid},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, Config{Cap: capacity})) })
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, Config{Cap: capacity, InactiveAfter: time.Hour})) })
 	}
+	t.Run("a timeline unread for the inactivity period stops existing; reading keeps it", func(t *testing.T) {
+		testInactive(t, open(t, Config{Cap: capacity, InactiveAfter: 2 * time.Second}))
+	})
 }
 
 func create(t *testing.T, s timeline.Store, user string, ns ...int) {
@@ -76,9 +83,9 @@ func push(t *testing.T, s timeline.Store, users []string, n int) {
 func all(t *testing.T, s timeline.Store, user string, limit int) []string {
 	t.Helper()
 	var ids []string
-	cursor := ""
+	var before timeline.Entry
 	for range 1000 {
-		p, err := s.Page(ctx, user, cursor, limit)
+		p, err := s.Page(ctx, user, before, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,10 +95,10 @@ func all(t *testing.T, s timeline.Store, user string, limit int) []string {
 		for _, e := range p.Entries {
 			ids = append(ids, e.PostID)
 		}
-		if p.Next == "" {
+		if len(p.Entries) < limit {
 			return ids
 		}
-		cursor = p.Next
+		before = p.Entries[len(p.Entries)-1]
 	}
 	t.Fatal("paging does not end")
 	return nil
@@ -113,8 +120,8 @@ func same(t *testing.T, what string, got, want []string) {
 }
 
 func testMissing(t *testing.T, s timeline.Store) {
-	p, err := s.Page(ctx, "ghost", "", 10)
-	if err != nil || p.Exists || len(p.Entries) != 0 || p.Next != "" {
+	p, err := s.Page(ctx, "ghost", timeline.Entry{}, 10)
+	if err != nil || p.Exists || len(p.Entries) != 0 {
 		t.Fatalf("page of a missing timeline = %+v, %v", p, err)
 	}
 	push(t, s, []string{"ghost"}, 1)
@@ -122,7 +129,7 @@ func testMissing(t *testing.T, s timeline.Store) {
 		t.Fatalf("Exists after a push to a missing timeline = %v, %v", ok, err)
 	}
 	create(t, s, "empty")
-	p, err = s.Page(ctx, "empty", "", 10)
+	p, err = s.Page(ctx, "empty", timeline.Entry{}, 10)
 	if err != nil || !p.Exists || len(p.Entries) != 0 {
 		t.Fatalf("page of an empty timeline = %+v, %v", p, err)
 	}
@@ -142,7 +149,7 @@ func testOrder(t *testing.T, s timeline.Store) {
 	for _, limit := range []int{1, 2, 4, 100} {
 		same(t, fmt.Sprintf("limit %d", limit), all(t, s, "u", limit), want)
 	}
-	p, err := s.Page(ctx, "u", "", 1)
+	p, err := s.Page(ctx, "u", timeline.Entry{}, 1)
 	if err != nil || len(p.Entries) != 1 {
 		t.Fatal(err)
 	}
@@ -192,9 +199,17 @@ func testCap(t *testing.T, s timeline.Store) {
 	for n := capacity + 20; n < capacity+60; n++ {
 		push(t, s, []string{"big"}, n)
 	}
+	// Push may trim lazily: the newest cap entries are all there, a few older ones may linger.
 	got = all(t, s, "big", 100)
-	if len(got) != capacity || got[0] != entry(capacity+59).PostID || got[capacity-1] != entry(60).PostID {
+	if len(got) < capacity || got[0] != entry(capacity+59).PostID || got[capacity-1] != entry(60).PostID {
 		t.Fatalf("after pushes: %d shown, %v..%v", len(got), got[0], got[len(got)-1])
+	}
+	// Add trims at once.
+	if err := s.Add(ctx, "big", []timeline.Entry{entry(capacity + 60)}); err != nil {
+		t.Fatal(err)
+	}
+	if got = all(t, s, "big", 100); len(got) != capacity || got[capacity-1] != entry(61).PostID {
+		t.Fatalf("after an add: %d shown, %v..%v", len(got), got[0], got[len(got)-1])
 	}
 }
 
@@ -250,7 +265,7 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 		ns = append(ns, n)
 	}
 	create(t, s, "u", ns...)
-	before := all(t, s, "u", 100)
+	first := all(t, s, "u", 100)
 	var pushed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -271,9 +286,9 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 		}
 	}()
 	seen := map[string]bool{}
-	cursor := ""
+	var before timeline.Entry
 	for {
-		p, err := s.Page(ctx, "u", cursor, 4)
+		p, err := s.Page(ctx, "u", before, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,10 +298,10 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 			}
 			seen[e.PostID] = true
 		}
-		if p.Next == "" {
+		if len(p.Entries) < 4 {
 			break
 		}
-		cursor = p.Next
+		before = p.Entries[len(p.Entries)-1]
 		// Read the next page only after another push, so paging and pushing interleave on every run.
 		waitForMore(t, &pushed)
 	}
@@ -294,7 +309,7 @@ func testPagingWhilePushing(t *testing.T, s timeline.Store) {
 	wg.Wait()
 	// What was on the first page's timeline and is still within the cap was seen. (The oldest
 	// ones may have been trimmed away meanwhile, which the cap allows.)
-	for _, id := range before[:10] {
+	for _, id := range first[:10] {
 		if !seen[id] {
 			t.Fatalf("%s existed throughout but was skipped", id)
 		}
@@ -313,38 +328,89 @@ func waitForMore(t *testing.T, n *atomic.Int64) {
 	}
 }
 
-func flip(c byte) string {
-	if c == 'A' {
-		return "B"
-	}
-	return "A"
-}
-
 func testInvalid(t *testing.T, s timeline.Store) {
 	create(t, s, "u", 1, 2, 3)
-	p, err := s.Page(ctx, "u", "", 1)
-	if err != nil || p.Next == "" {
-		t.Fatalf("page = %+v, %v", p, err)
-	}
-	for name, c := range map[string]string{
-		"garbage":           "!!!",
-		"truncated":         p.Next[:len(p.Next)/2],
-		"another timeline":  "",
-		"changed last char": p.Next[:len(p.Next)-1] + flip(p.Next[len(p.Next)-1]),
-	} {
-		user := "u"
-		cursor := c
-		if name == "another timeline" {
-			create(t, s, "v", 1, 2)
-			user, cursor = "v", p.Next
-		}
-		if _, err := s.Page(ctx, user, cursor, 1); !rookery.IsKind(err, rookery.Invalid) {
-			t.Errorf("%s cursor: %v; want Invalid", name, err)
-		}
-	}
 	for _, limit := range []int{0, 101} {
-		if _, err := s.Page(ctx, "u", "", limit); !rookery.IsKind(err, rookery.Invalid) {
+		if _, err := s.Page(ctx, "u", timeline.Entry{}, limit); !rookery.IsKind(err, rookery.Invalid) {
 			t.Errorf("limit %d: %v", limit, err)
 		}
 	}
+	for _, user := range []string{"", "a#b", "with space"} {
+		if _, err := s.Page(ctx, user, timeline.Entry{}, 10); !rookery.IsKind(err, rookery.Invalid) {
+			t.Errorf("page of user %q: %v", user, err)
+		}
+		if err := s.Push(ctx, []string{user}, entry(1)); !rookery.IsKind(err, rookery.Invalid) {
+			t.Errorf("push to user %q: %v", user, err)
+		}
+	}
+}
+
+func testAdd(t *testing.T, s timeline.Store) {
+	var es []timeline.Entry
+	for n := range capacity {
+		es = append(es, entry(2*n)) // the even entries fill the timeline
+	}
+	if err := s.Add(ctx, "missing", es); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Exists(ctx, "missing"); ok {
+		t.Fatal("add created a timeline")
+	}
+	create(t, s, "u")
+	if err := s.Add(ctx, "u", es); err != nil {
+		t.Fatal(err)
+	}
+	// Ten odd entries among the newest: the timeline keeps exactly the newest cap of the union.
+	var odd []timeline.Entry
+	for n := 2*capacity - 21; n < 2*capacity; n += 2 {
+		odd = append(odd, entry(n))
+	}
+	if err := s.Add(ctx, "u", append(odd, es[len(es)-1])); err != nil { // one already there
+		t.Fatal(err)
+	}
+	got := all(t, s, "u", 100)
+	var want []string
+	for n := 2*capacity - 1; len(want) < capacity; n-- {
+		if n%2 == 0 || n >= 2*capacity-21 {
+			want = append(want, entry(n).PostID)
+		}
+	}
+	same(t, "after add", got, want)
+}
+
+func testDropOlder(t *testing.T, s timeline.Store) {
+	create(t, s, "u", 1, 2, 3, 4, 5, 6)
+	tie := timeline.Entry{PostID: "P0004b", AuthorID: "A0", At: entry(4).At}
+	if err := s.Push(ctx, []string{"u"}, tie); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropOlder(ctx, "u", tie); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "after drop older", all(t, s, "u", 10), []string{"P0006", "P0005", "P0004b"})
+	// Paging by an entry that is gone still starts right after it.
+	p, err := s.Page(ctx, "u", entry(6), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 2 || p.Entries[1].PostID != "P0004b" {
+		t.Fatalf("page before P0006 = %+v", p.Entries)
+	}
+}
+
+func testInactive(t *testing.T, s timeline.Store) {
+	create(t, s, "read", 1)
+	create(t, s, "idle", 1)
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := s.Page(ctx, "read", timeline.Entry{}, 10); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	push(t, s, []string{"read", "idle"}, 2)
+	if ok, err := s.Exists(ctx, "idle"); err != nil || ok {
+		t.Fatalf("a timeline unread for twice the inactivity period exists: %v, %v", ok, err)
+	}
+	same(t, "the timeline read all along", all(t, s, "read", 10), ids(2, 1))
 }

@@ -1,0 +1,387 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+)
+
+// The home feed (GET /v1/feed; DESIGN decisions 3, 4 and 6). The feed of a reader is every post of
+// the people they follow and their own, newest first by (created_at, id), without deleted, blocked,
+// muted or invisible posts. It is read from three kinds of source, merged:
+//
+//   - the reader's stored timeline, which fan-out keeps. Invariant: a timeline holds every post that
+//     was fanned out to it and is newer than its oldest entry (trimming, expiry and removals cut
+//     from the bottom or take out what may not be shown; a merge that cannot bring everything
+//     first cuts the timeline, DropOlder). Below its oldest entry the timeline says nothing;
+//   - author timelines (the posts-by-author index) of the followed celebrities, whose posts are not
+//     fanned out, and of the reader themself;
+//   - below the stored timeline's oldest entry, or with no timeline store, or when it is down: the
+//     author timelines of everyone the reader follows (pull).
+//
+// Every source returns its posts older than the cursor, newest first, up to n. A source that
+// returned n is complete only down to its last post (its floor); the merged candidates are complete
+// down to the highest floor, and only those are used. Candidates are then checked against the
+// current state in one batch read (the post exists, the reader still follows its author and has not
+// muted them, no block either way), so reads are right before the cleanup workers catch up. The
+// cursor is the position (time, id) of the last post shown: stable across sources and new posts.
+
+// followMerge is how many of a followee's recent posts a new follow (or an unmute) merges into the
+// reader's timeline.
+const followMerge = 100
+
+// pullParallelism bounds the author-timeline queries one request runs at once.
+const pullParallelism = 16
+
+// celebritiesTTL is how long an API process trusts its copy of the celebrity registry.
+const celebritiesTTL = time.Second
+
+// Feed returns a page of the acting user's home feed, after cursor ("" for the newest).
+func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.Post], error) {
+	const op rookery.Op = "app.Feed"
+	var fe rookery.FieldErrors
+	checkLimit(&fe, limit)
+	before, ok := parseFeedCursor(cursor)
+	if !ok {
+		fe.Add("cursor", "is not a cursor of this list")
+	}
+	if err := fe.Err(op); err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	reader, err := actingUser(ctx, op)
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	r := &feedRead{a: a, reader: reader}
+	var out []rookery.Post
+	for {
+		refs, floor, done, err := r.candidates(ctx, before, limit)
+		if err != nil {
+			return Page[rookery.Post]{}, err
+		}
+		posts, err := r.show(ctx, refs)
+		if err != nil {
+			return Page[rookery.Post]{}, err
+		}
+		for _, p := range posts {
+			out = append(out, p)
+			if len(out) == limit {
+				return Page[rookery.Post]{Items: out, Next: feedCursor(timeline.Entry{PostID: p.ID, At: p.CreatedAt.Time})}, nil
+			}
+		}
+		if done {
+			return Page[rookery.Post]{Items: nonNilPosts(out)}, nil
+		}
+		before = floor
+	}
+}
+
+func nonNilPosts(ps []rookery.Post) []rookery.Post {
+	if ps == nil {
+		return []rookery.Post{}
+	}
+	return ps
+}
+
+// feedCursor is the position of e: its time in ms and its post id.
+func feedCursor(e timeline.Entry) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(e.At.UnixMilli(), 10) + "." + e.PostID))
+}
+
+func parseFeedCursor(c string) (timeline.Entry, bool) {
+	if c == "" {
+		return timeline.Entry{}, true
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return timeline.Entry{}, false
+	}
+	ms, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || n < 0 || !validPostID(id) {
+		return timeline.Entry{}, false
+	}
+	return timeline.Entry{PostID: id, At: time.UnixMilli(n).UTC()}, true
+}
+
+// feedRead is one reading of a feed; it loads what it needs once.
+type feedRead struct {
+	a      *App
+	reader string
+
+	rebuilt   bool
+	following []string // nil until loaded
+	celebs    []string // the followed celebrities; nil until loaded
+	loaded    bool
+}
+
+// candidates returns references to the posts older than before, newest first, that may be in the
+// feed, complete down to floor; done means there is nothing older than floor (or than the last).
+func (r *feedRead) candidates(ctx context.Context, before timeline.Entry, n int) (refs []timeline.Entry, floor timeline.Entry, done bool, err error) {
+	if stored, ok, err := r.storedPage(ctx, before, n); err != nil {
+		return nil, floor, false, err
+	} else if ok && len(stored) > 0 {
+		// Timeline mode: the stored page, the followed celebrities and the reader's own posts.
+		if err := r.loadCelebrities(ctx); err != nil {
+			return nil, floor, false, err
+		}
+		pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n)
+		if err != nil {
+			return nil, floor, false, err
+		}
+		floor = stored[len(stored)-1] // below it the timeline says nothing
+		if pfloor.PostID != "" && floor.Older(pfloor) {
+			floor = pfloor
+		}
+		return above(append(stored, pulled...), floor), floor, false, nil
+	}
+	// Pull mode: everyone followed, and the reader.
+	if err := r.loadFollowing(ctx); err != nil {
+		return nil, floor, false, err
+	}
+	pulled, floor, err := r.a.authorPosts(ctx, append(slices.Clone(r.following), r.reader), before, n)
+	if err != nil {
+		return nil, floor, false, err
+	}
+	return above(pulled, floor), floor, floor.PostID == "", nil
+}
+
+// storedPage reads the reader's stored timeline older than before; ok is false when there is no
+// usable timeline (no store, or the store is down: the caller pulls). A missing timeline is rebuilt
+// first, once per request.
+func (r *feedRead) storedPage(ctx context.Context, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
+	tl := r.a.timelines
+	if tl == nil {
+		return nil, false, nil
+	}
+	p, err := tl.Page(ctx, r.reader, before, n)
+	if !p.Exists && err == nil && !r.rebuilt {
+		r.rebuilt = true
+		if err = r.rebuild(ctx); err == nil {
+			p, err = tl.Page(ctx, r.reader, before, n)
+		}
+	}
+	if rookery.IsKind(err, rookery.Unavailable) {
+		return nil, false, nil // reads fall back to pulling; a lost timeline is rebuilt when it is back
+	}
+	return p.Entries, p.Exists, err
+}
+
+// rebuild makes the reader's timeline exist again, holding the newest posts of everyone they follow
+// (and their own) that one pull can bring completely. The timeline is created empty first, so that
+// fan-out of a post committed during the pull reaches it.
+func (r *feedRead) rebuild(ctx context.Context) error {
+	if err := r.a.timelines.Create(ctx, r.reader, nil); err != nil {
+		return err
+	}
+	if err := r.loadFollowing(ctx); err != nil {
+		return err
+	}
+	sources := append(slices.Clone(r.following), r.reader)
+	per := min(max(2*r.a.timelineCap/len(sources), 10), table.MaxQueryLimit)
+	pulled, floor, err := r.a.authorPosts(ctx, sources, timeline.Entry{}, per)
+	if err != nil {
+		return err
+	}
+	return r.a.timelines.Add(ctx, r.reader, above(pulled, floor))
+}
+
+// above returns the entries that are not older than floor (all if floor is zero), each post once,
+// newest first.
+func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
+	if floor.PostID != "" {
+		es = slices.DeleteFunc(es, func(e timeline.Entry) bool { return e.Older(floor) })
+	}
+	slices.SortFunc(es, func(x, y timeline.Entry) int {
+		switch {
+		case y.Older(x):
+			return -1
+		case x.Older(y):
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(es, func(x, y timeline.Entry) bool { return x.PostID == y.PostID })
+}
+
+// authorPosts reads, from the author timeline of each of authors, up to n posts older than before
+// (zero: from the newest), as entries; floor is the highest last entry of an author that returned
+// n (zero if none did): the merged entries are complete down to it.
+func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int) (all []timeline.Entry, floor timeline.Entry, err error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, pullParallelism)
+	for _, author := range authors {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			q := table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: n}
+			if before.PostID != "" {
+				q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
+			}
+			p, qerr := a.table.Query(ctx, q)
+			mu.Lock()
+			defer mu.Unlock()
+			if qerr != nil {
+				err = qerr
+				return
+			}
+			for _, it := range p.Items {
+				all = append(all, timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()})
+			}
+			if len(p.Items) == n {
+				if last := all[len(all)-1]; floor.PostID == "" || floor.Older(last) {
+					floor = last
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return all, floor, err
+}
+
+// show turns candidate references into the Posts the reader may see in their feed, with one batch
+// read: the post exists and is still its author's, the author is the reader or followed and not
+// muted, no block either way.
+func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.Post, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var authors, ids []string
+	for _, e := range refs {
+		authors = append(authors, e.AuthorID)
+		ids = append(ids, e.PostID)
+	}
+	v, err := r.a.loadView(ctx, r.reader, authors, ids, true)
+	if err != nil {
+		return nil, err
+	}
+	c := rookery.Caller{UserID: r.reader}
+	var out []rookery.Post
+	for _, e := range refs {
+		it := v.posts[e.PostID]
+		switch {
+		case it == nil || it.String("author_id") != e.AuthorID:
+		case e.AuthorID != r.reader && (!v.follows[e.AuthorID] || v.muted[e.AuthorID]):
+		case !v.maySee(c, it):
+		default:
+			out = append(out, v.render(it))
+		}
+	}
+	return out, nil
+}
+
+// loadFollowing reads everyone the reader follows.
+func (r *feedRead) loadFollowing(ctx context.Context) error {
+	if r.following != nil {
+		return nil
+	}
+	r.following = []string{}
+	q := table.Query{Index: "GSI1", PK: followingPK(r.reader), Limit: table.MaxQueryLimit}
+	for {
+		p, err := r.a.table.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, it := range p.Items {
+			r.following = append(r.following, it.String("followee_id"))
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
+}
+
+// loadCelebrities finds which authors of the celebrity registry the reader follows (Gets, so a
+// follow made a moment ago counts).
+func (r *feedRead) loadCelebrities(ctx context.Context) error {
+	if r.loaded {
+		return nil
+	}
+	all, err := r.a.celebrities(ctx)
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(all, table.MaxBatchGet) {
+		keys := make([]table.Key, len(chunk))
+		for i, c := range chunk {
+			keys[i] = followKey(r.reader, c)
+		}
+		got, err := r.a.table.BatchGet(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for i, it := range got {
+			if it != nil {
+				r.celebs = append(r.celebs, chunk[i])
+			}
+		}
+	}
+	r.loaded = true
+	return nil
+}
+
+// celebrityCache is an API process's copy of the celebrity registry.
+type celebrityCache struct {
+	mu      sync.Mutex
+	authors []string
+	at      time.Time
+}
+
+// celebrities returns the registry: every author one of whose posts fan-out skipped. An author
+// stays in it, so that their posts from then on are merged at read time even if they fall below
+// the threshold again.
+func (a *App) celebrities(ctx context.Context) ([]string, error) {
+	c := &a.celebs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < celebritiesTTL {
+		return c.authors, nil
+	}
+	var authors []string
+	q := table.Query{PK: celebritiesPK, Limit: table.MaxQueryLimit}
+	for {
+		p, err := a.table.Query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range p.Items {
+			authors = append(authors, it.String(table.SK))
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	c.authors, c.at = authors, time.Now()
+	return authors, nil
+}
+
+// registerCelebrity records that fan-out skipped a post of author.
+func (a *App) registerCelebrity(ctx context.Context, author string) error {
+	known, err := a.celebrities(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(known, author) {
+		return nil // the registry only grows, so even a stale copy that holds author is right
+	}
+	k := celebrityKey(author)
+	if err := a.table.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK}); err != nil {
+		return err
+	}
+	a.celebs.mu.Lock()
+	a.celebs.at = time.Time{} // this process sees it at once
+	a.celebs.mu.Unlock()
+	return nil
+}
