@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 
@@ -134,9 +135,11 @@ func (a *App) Consumers() []events.Consumer {
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
 	}
 	if a.timelines != nil {
+		// Timeline work waits out an outage of the timeline store (Redis) however long it lasts:
+		// dead-lettering it would leave timelines that exist but miss posts. The breaker paces it.
 		cs = append(cs,
-			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8},
-			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup},
+			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8, MaxAttempts: math.MaxInt32},
+			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup, MaxAttempts: math.MaxInt32},
 		)
 	}
 	return cs

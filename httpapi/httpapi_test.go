@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,8 @@ type fixture struct {
 
 // fixtureConfig varies the fixture; the zero value is the default service.
 type fixtureConfig struct {
-	timelines          string // "table" (the default: in the store) or "redis" (127.0.0.1:6379)
+	timelines          string // "table" (the default: in the store) or "redis"
+	redisAddr          string // "" means 127.0.0.1:6379
 	celebrityThreshold int    // 0: the default
 	timelineCap        int    // 0: the default
 }
@@ -172,7 +174,8 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 			}
 		}
 	}
-	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+	addr := cmp.Or(cfg.redisAddr, "127.0.0.1:6379")
+	client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{addr}))
 	prefix := fmt.Sprintf("rookeryhttp-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx := context.Background()

@@ -44,7 +44,7 @@ func (c *timelinesConfig) open(store table.Table, clock rookery.Clock) (timeline
 	case "table":
 		return tablestore.New(store, tablestore.Options{Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter, Clock: clock}), nil, nil
 	case "redis":
-		client := goredis.NewUniversalClient(&goredis.UniversalOptions{Addrs: splitAddrs(c.redisAddr)})
+		client := goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(c.redisAddr)))
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
 		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter}), ping, nil
 	}

@@ -373,7 +373,8 @@ func testInvalid(t *testing.T, l events.Log) {
 }
 
 // RunPipeline runs, until the test ends, the outbox relay and the consumers over l, as `rookery
-// serve` does, but with retries 5 ms apart so tests see redeliveries quickly.
+// serve` does, but with retries 5 ms apart and a circuit breaker that cools down in 50 ms, so tests
+// see redeliveries and recoveries quickly.
 func RunPipeline(t testing.TB, outbox *events.Outbox, l events.Log, consumers []events.Consumer) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -381,6 +382,7 @@ func RunPipeline(t testing.TB, outbox *events.Outbox, l events.Log, consumers []
 	go func() { defer wg.Done(); outbox.Run(ctx) }()
 	for _, c := range consumers {
 		c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
+		c.Cooldown = 50 * time.Millisecond
 		wg.Add(1)
 		go func() { defer wg.Done(); (&events.Runner{Log: l}).Run(ctx, c) }()
 	}

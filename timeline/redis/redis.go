@@ -334,3 +334,17 @@ func (s *Store) removeScript(ctx context.Context, pipe goredis.Pipeliner, user, 
 
 // String names the store in logs.
 func (s *Store) String() string { return fmt.Sprintf("redis timelines %q (cap %d)", s.prefix, s.cap) }
+
+// ClientOptions are the options Rookery's Redis clients use for addrs (one address, or a
+// cluster's): they fail fast when Redis is down, so that a feed read falls back to pulling within
+// milliseconds instead of waiting out go-redis's default retries (up to seconds per command).
+func ClientOptions(addrs []string) *goredis.UniversalOptions {
+	return &goredis.UniversalOptions{
+		Addrs:         addrs,
+		MaxRetries:    1,
+		DialerRetries: 1,
+		DialTimeout:   time.Second,
+		ReadTimeout:   time.Second,
+		WriteTimeout:  time.Second,
+	}
+}
