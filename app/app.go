@@ -48,6 +48,7 @@ type App struct {
 	celebrityThreshold int
 	timelineCap        int
 	celebs             celebrityCache
+	recent             recentPosts
 }
 
 // New returns the App over d.

@@ -36,6 +36,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
 		return rookery.E(op, rookery.Invalid, "malformed post event", err)
 	}
+	a.recent.forget(p.AuthorID) // a post made through another API process
 	author, err := a.table.Get(ctx, userKey(p.AuthorID))
 	if rookery.IsKind(err, rookery.NotFound) {
 		return nil

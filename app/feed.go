@@ -67,14 +67,20 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 		if err != nil {
 			return Page[rookery.Post]{}, err
 		}
-		posts, err := r.show(ctx, refs)
-		if err != nil {
-			return Page[rookery.Post]{}, err
-		}
-		for _, p := range posts {
-			out = append(out, p)
-			if len(out) == limit {
-				return Page[rookery.Post]{Items: out, Next: feedCursor(timeline.Entry{PostID: p.ID, At: p.CreatedAt.Time})}, nil
+		// Hydrate only as many candidates as the page still needs (and a few for what is hidden).
+		for len(refs) > 0 {
+			need := limit - len(out)
+			chunk := refs[:min(len(refs), need+need/4+2)]
+			refs = refs[len(chunk):]
+			posts, err := r.show(ctx, chunk)
+			if err != nil {
+				return Page[rookery.Post]{}, err
+			}
+			for _, p := range posts {
+				out = append(out, p)
+				if len(out) == limit {
+					return Page[rookery.Post]{Items: out, Next: feedCursor(timeline.Entry{PostID: p.ID, At: p.CreatedAt.Time})}, nil
+				}
 			}
 		}
 		if done {
@@ -213,8 +219,8 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 }
 
 // authorPosts reads, from the author timeline of each of authors, up to n posts older than before
-// (zero: from the newest), as entries; floor is the highest last entry of an author that returned
-// n (zero if none did): the merged entries are complete down to it.
+// (zero: from the newest), as entries; floor is the highest last entry of an author that may have
+// more (zero if none may): the merged entries are complete down to it.
 func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int) (all []timeline.Entry, floor timeline.Entry, err error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -224,22 +230,16 @@ func (a *App) authorPosts(ctx context.Context, authors []string, before timeline
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			q := table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: n}
-			if before.PostID != "" {
-				q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
-			}
-			p, qerr := a.table.Query(ctx, q)
+			es, complete, perr := a.authorPage(ctx, author, before, n)
 			mu.Lock()
 			defer mu.Unlock()
-			if qerr != nil {
-				err = qerr
+			if perr != nil {
+				err = perr
 				return
 			}
-			for _, it := range p.Items {
-				all = append(all, timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()})
-			}
-			if len(p.Items) == n {
-				if last := all[len(all)-1]; floor.PostID == "" || floor.Older(last) {
+			all = append(all, es...)
+			if !complete && len(es) > 0 {
+				if last := es[len(es)-1]; floor.PostID == "" || floor.Older(last) {
 					floor = last
 				}
 			}

@@ -248,6 +248,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err != nil {
 		return p, false, err
 	}
+	a.recent.forget(author)
 	return postFromItem(item, authorOf(user)), true, nil
 }
 
@@ -557,6 +558,7 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 	if rookery.IsKind(err, rookery.Conflict) {
 		return rookery.E(op, rookery.NotFound, "post not found") // deleted meanwhile
 	}
+	a.recent.forget(old.String("author_id"))
 	return err
 }
 

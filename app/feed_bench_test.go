@@ -1,0 +1,218 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline"
+	tlredis "github.com/rookery/rookery/timeline/redis"
+	"github.com/rookery/rookery/timeline/tablestore"
+)
+
+// The home timeline benchmarks (issue 5), on Pebble on disk (synced, as `rookery serve` runs it)
+// with table-backed or Redis timelines:
+//
+//	go test -run '^$' -bench 'Fanout|FeedRead' -benchtime 3x ./app
+type benchWorld struct {
+	a      *app.App
+	tl     timeline.Store
+	tab    table.Table
+	log    events.Log
+	outbox *events.Outbox
+	groups []string
+	ids    atomic.Int64
+}
+
+func newBenchWorld(b *testing.B, timelines string, threshold int) *benchWorld {
+	db, err := pebble.Open(pebble.Options{Dir: b.TempDir(), Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	w := &benchWorld{tab: db}
+	switch timelines {
+	case "table":
+		w.tl = tablestore.New(db, tablestore.Options{})
+	case "redis":
+		client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{"127.0.0.1:6379"}))
+		prefix := fmt.Sprintf("rookerybench-%d", time.Now().UnixNano())
+		b.Cleanup(func() {
+			ctx := context.Background()
+			iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
+			for iter.Next(ctx) {
+				client.Del(ctx, iter.Val())
+			}
+			client.Close()
+		})
+		w.tl = tlredis.New(client, tlredis.Options{Prefix: prefix})
+	}
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { raw.Close() })
+	w.log = raw
+	w.outbox = &events.Outbox{Table: db, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
+	w.a = app.New(app.Deps{Table: db, Events: raw, Outbox: w.outbox, Clock: rookery.SystemClock, Timelines: w.tl,
+		CelebrityThreshold: threshold, IDs: func() string { return fmt.Sprintf("%020d", w.ids.Add(1)) }})
+	return w
+}
+
+// run starts the pipeline (for the setup; the measured part calls the handlers or reads).
+func (w *benchWorld) run(b *testing.B) {
+	cs := w.a.Consumers()
+	for _, c := range cs {
+		w.groups = append(w.groups, c.Group)
+	}
+	eventstest.RunPipeline(b, w.outbox, w.log, cs)
+}
+
+func (w *benchWorld) drain(b *testing.B) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		busy := false
+		if n, _ := w.outbox.Pending(ctx, 1); n > 0 {
+			busy = true
+		}
+		for _, g := range w.groups {
+			if n, _, _ := w.log.Lag(ctx, g); n > 0 {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the pipeline did not drain")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var server = rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true})
+
+func as(u string) context.Context {
+	return rookery.WithCaller(context.Background(), rookery.Caller{UserID: u})
+}
+
+func (w *benchWorld) users(b *testing.B, prefix string, n int) []string {
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		if _, _, err := w.a.PutUser(server, id, app.UserInput{Username: "user_" + id}); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// BenchmarkFanout measures fan-out throughput: PostCreated events of an author with 10,000
+// followers (every timeline exists), handled by 8 workers as the fan-out consumer runs them.
+func BenchmarkFanout(b *testing.B) {
+	for _, store := range []string{"table", "redis"} {
+		b.Run(store, func(b *testing.B) {
+			const followers = 10_000
+			w := newBenchWorld(b, store, 0)
+			ctx := context.Background()
+			w.users(b, "author", 1)
+			for _, f := range w.users(b, "f", followers) {
+				if _, err := w.a.Follow(server, f, "author0"); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.tl.Create(ctx, f, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var seq atomic.Int64
+			start := time.Now().Add(-time.Hour)
+			b.SetParallelism(4) // 8 workers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					p, _ := json.Marshal(app.PostPayload{PostID: fmt.Sprintf("P%012d", n), AuthorID: "author0",
+						CreatedAt: rookery.Time{Time: start.Add(time.Duration(n) * time.Millisecond)}})
+					if err := w.a.ApplyFanout(ctx, rookery.Event{ID: fmt.Sprint(n), Type: app.PostCreated, Payload: p}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)*followers/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
+
+// BenchmarkFeedRead measures GET /v1/feed's application work (20 hydrated posts): a reader who
+// follows 200 authors with 20 posts each, from a stored timeline; and a reader who follows 50
+// celebrities (merged at read time) with 20 posts each.
+func BenchmarkFeedRead(b *testing.B) {
+	for _, store := range []string{"table", "redis"} {
+		for _, shape := range []string{"followees", "celebrities"} {
+			b.Run(store+"/"+shape, func(b *testing.B) {
+				authors := 200
+				threshold := 1_000
+				if shape == "celebrities" {
+					authors, threshold = 50, 1 // two followers make a celebrity
+				}
+				w := newBenchWorld(b, store, threshold)
+				w.run(b)
+				readers := w.users(b, "reader", 2)
+				for _, r := range readers {
+					if _, err := w.a.Feed(as(r), "", 20); err != nil { // the timeline exists from now on
+						b.Fatal(err)
+					}
+				}
+				for _, au := range w.users(b, "a", authors) {
+					for _, r := range readers {
+						if _, err := w.a.Follow(server, r, au); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				w.drain(b)
+				for i := range 20 {
+					for j := range authors {
+						if _, _, err := w.a.CreatePost(as(fmt.Sprintf("a%d", j)), app.PostInput{Text: fmt.Sprintf("post %d", i)}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				w.drain(b)
+				ctx := as(readers[0])
+				if p, err := w.a.Feed(ctx, "", 20); err != nil || len(p.Items) != 20 {
+					b.Fatalf("feed = %d posts, %v", len(p.Items), err)
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					t0 := time.Now()
+					if _, err := w.a.Feed(ctx, "", 20); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				b.StopTimer()
+				slices.Sort(lat)
+				pct := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
+				b.ReportMetric(pct(0.5), "p50-ms")
+				b.ReportMetric(pct(0.99), "p99-ms")
+			})
+		}
+	}
+}

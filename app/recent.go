@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+)
+
+// recentPosts caches, per author, the references to their newest posts (an author timeline), for
+// the read path's merge of celebrities and its pull: a feed that merges 50 authors reads 50 cached
+// slices instead of running 50 queries. An author's entry lives recentTTL at most, and is dropped at
+// once when this process creates or deletes one of their posts or fans one out; a post deleted
+// elsewhere is hidden anyway by the read path's batch read of the posts. So a cached slice lags the
+// truth by at most recentTTL, and only by missing the newest posts of another API process's writes.
+type recentPosts struct {
+	mu      sync.Mutex
+	authors map[string]recentEntry
+}
+
+type recentEntry struct {
+	entries  []timeline.Entry // newest first
+	complete bool             // the author has no posts older than these
+	at       time.Time
+}
+
+const (
+	recentTTL     = time.Second
+	recentPerUser = 50     // references kept per author
+	recentAuthors = 20_000 // authors kept; past it an arbitrary one is dropped (about 25 MB)
+)
+
+func (c *recentPosts) get(author string) (recentEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.authors[author]
+	if !ok || time.Since(e.at) > recentTTL {
+		return recentEntry{}, false
+	}
+	return e, true
+}
+
+func (c *recentPosts) put(author string, e recentEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.authors == nil {
+		c.authors = map[string]recentEntry{}
+	}
+	if len(c.authors) >= recentAuthors {
+		for k := range c.authors {
+			delete(c.authors, k)
+			break
+		}
+	}
+	c.authors[author] = e
+}
+
+// forget drops author's entry: one of their posts was created or deleted.
+func (c *recentPosts) forget(author string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.authors, author)
+}
+
+// authorPage returns up to n of author's posts older than before (zero: from the newest), newest
+// first, and whether they are all there are (fewer than n and nothing older). It serves from the
+// cache when the cache covers the range, else queries the posts-by-author index (and fills the
+// cache on a first page).
+func (a *App) authorPage(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
+	if e, ok := a.recent.get(author); ok {
+		i := 0
+		if before.PostID != "" {
+			for i < len(e.entries) && !e.entries[i].Older(before) {
+				i++
+			}
+		}
+		rest := e.entries[i:]
+		if len(rest) >= n {
+			return rest[:n], false, nil
+		}
+		if e.complete {
+			return rest, true, nil
+		}
+	}
+	limit := n
+	if before.PostID == "" {
+		limit = max(n, recentPerUser)
+	}
+	q := table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: limit}
+	if before.PostID != "" {
+		q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
+	}
+	p, err := a.table.Query(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	es := make([]timeline.Entry, len(p.Items))
+	for i, it := range p.Items {
+		es[i] = timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()}
+	}
+	complete := len(es) < limit
+	if before.PostID == "" {
+		a.recent.put(author, recentEntry{entries: es, complete: complete, at: time.Now()})
+	}
+	if len(es) > n {
+		return es[:n], false, nil
+	}
+	return es, complete, nil
+}
