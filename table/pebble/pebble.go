@@ -6,8 +6,8 @@
 // pipeline shares one fsync among all the batches that arrive while the previous sync is running
 // (group commit), so many concurrent writers cost few syncs.
 //
-// Conditions are evaluated under a lock on the item's key stripe, so read-check-write is atomic
-// against every other write to the same key; a transaction takes the stripes of all its keys in
+// Conditions are evaluated under a lock on the item's key (locks.go), so read-check-write is atomic
+// against every other write to the same key; a transaction takes the locks of all its keys in key
 // order, so transactions cannot deadlock.
 package pebble
 
@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -57,8 +56,7 @@ type DB struct {
 	clock   rookery.Clock
 	cursors *table.Cursors
 	log     *slog.Logger
-	seed    maphash.Seed
-	stripes [numStripes]sync.Mutex
+	locks   keyLocks
 
 	// life guards use after Close: operations hold it for reading, Close for writing.
 	life   sync.RWMutex
@@ -66,8 +64,6 @@ type DB struct {
 	stop   chan struct{}
 	done   chan struct{}
 }
-
-const numStripes = 4096
 
 var _ table.Table = (*DB)(nil)
 
@@ -115,7 +111,6 @@ func Open(opts Options) (*DB, error) {
 		clock:   opts.Clock,
 		cursors: table.NewCursors(opts.CursorKey),
 		log:     opts.Logger,
-		seed:    maphash.MakeSeed(),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -280,7 +275,7 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 	for i, w := range writes {
 		keys[i] = writeKey(w)
 	}
-	unlock := d.lock(keys)
+	unlock := d.locks.lock(keys)
 	defer unlock()
 
 	b := d.db.NewBatch()
@@ -381,38 +376,6 @@ func indexKeyOf(ix table.Index, it table.Item) (ipk, isk string, ok bool) {
 	ipk, ok1 := it[ix.PK].(string)
 	isk, ok2 := it[ix.SK].(string)
 	return ipk, isk, ok1 && ok2
-}
-
-// lock takes the stripe locks of keys in ascending stripe order and returns their release.
-func (d *DB) lock(keys []table.Key) (unlock func()) {
-	if len(keys) == 1 {
-		m := &d.stripes[d.stripe(keys[0])]
-		m.Lock()
-		return m.Unlock
-	}
-	idx := make([]int, 0, len(keys))
-	for _, k := range keys {
-		idx = append(idx, d.stripe(k))
-	}
-	slices.Sort(idx)
-	idx = slices.Compact(idx)
-	for _, i := range idx {
-		d.stripes[i].Lock()
-	}
-	return func() {
-		for _, i := range idx {
-			d.stripes[i].Unlock()
-		}
-	}
-}
-
-func (d *DB) stripe(k table.Key) int {
-	var h maphash.Hash
-	h.SetSeed(d.seed)
-	h.WriteString(k.PK)
-	h.WriteByte(0)
-	h.WriteString(k.SK)
-	return int(h.Sum64() % numStripes)
 }
 
 // Query implements table.Table.

@@ -97,15 +97,18 @@ func checkUser(op rookery.Op, user string) error {
 	return nil
 }
 
-// Push implements timeline.Store.
+// Push implements timeline.Store. The users are taken 100 at a time (a batch read of their markers,
+// one transaction of entries), the batches concurrently, so that their synced commits share a sync.
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "tablestore.Push"
-	for chunk := range slices.Chunk(users, table.MaxBatchGet) {
+	for _, u := range users {
+		if err := checkUser(op, u); err != nil {
+			return err
+		}
+	}
+	return concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
 		keys := make([]table.Key, len(chunk))
 		for i, u := range chunk {
-			if err := checkUser(op, u); err != nil {
-				return err
-			}
 			keys[i] = table.Key{PK: feedPK(u), SK: marker}
 		}
 		markers, err := s.t.BatchGet(ctx, keys)
@@ -123,16 +126,36 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 				trim = append(trim, chunk[i])
 			}
 		}
-		if err := s.write(ctx, writes); err != nil {
-			return err
+		if len(writes) > 0 {
+			if err := s.t.TransactWrite(ctx, writes); err != nil {
+				return err
+			}
 		}
 		for _, u := range trim {
 			if err := s.trim(ctx, u); err != nil {
 				return err
 			}
 		}
+		return nil
+	})
+}
+
+// concurrently runs do for each part, all at once, and returns the first error.
+func concurrently[T any](parts []T, do func(T) error) error {
+	if len(parts) == 1 {
+		return do(parts[0])
 	}
-	return nil
+	errs := make(chan error, len(parts))
+	for _, p := range parts {
+		go func() { errs <- do(p) }()
+	}
+	var first error
+	for range parts {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func trimDue(user, post string) bool {
@@ -263,14 +286,14 @@ func newest(entries []timeline.Entry, n int) []timeline.Entry {
 	return es[:min(len(es), n)]
 }
 
-// write commits writes in transactions of up to MaxTransact.
+// write commits writes in transactions of up to MaxTransact, concurrently.
 func (s *Store) write(ctx context.Context, writes []table.Write) error {
-	for ws := range slices.Chunk(writes, table.MaxTransact) {
-		if err := s.t.TransactWrite(ctx, ws); err != nil {
-			return err
-		}
+	if len(writes) == 0 {
+		return nil
 	}
-	return nil
+	return concurrently(slices.Collect(slices.Chunk(writes, table.MaxTransact)), func(ws []table.Write) error {
+		return s.t.TransactWrite(ctx, ws)
+	})
 }
 
 // Add implements timeline.Store.
