@@ -174,7 +174,7 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 			}
 		}
 	}
-	addr := cmp.Or(cfg.redisAddr, "127.0.0.1:6379")
+	addr := cmp.Or(cfg.redisAddr, os.Getenv("ROOKERY_TEST_REDIS_ADDR"), "127.0.0.1:6379")
 	client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{addr}))
 	prefix := fmt.Sprintf("rookeryhttp-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() {

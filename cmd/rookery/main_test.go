@@ -365,3 +365,53 @@ func TestRedisTimelinesConfiguration(t *testing.T) {
 		t.Fatalf("unknown timeline store: %v", err)
 	}
 }
+
+// TestHomeFeedEndToEnd runs the binary's serve with each timeline store: a followee's post reaches
+// the follower's feed (fan-out ran in serve), a delete leaves it at once, and the first read of a
+// new reader's feed (a rebuild) is complete.
+func TestHomeFeedEndToEnd(t *testing.T) {
+	for _, store := range []string{"table", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			dir := t.TempDir()
+			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+			tok := func(sub string) string {
+				return strings.TrimSpace(command(t, nil, "token", "--sub", sub, "--data-dir", dir))
+			}
+			alice, bob, carol := tok("alice"), tok("bob"), tok("carol")
+			for u, tk := range map[string]string{"alice": alice, "bob": bob, "carol": carol} {
+				if st, body := call(t, "PUT", srv.url+"/v1/users/"+u, tk, `{"username":"`+u+`"}`); st != 201 {
+					t.Fatalf("PUT %s = %d %v", u, st, body)
+				}
+			}
+			feed := func(tk string) []any {
+				st, body := call(t, "GET", srv.url+"/v1/feed?limit=10", tk, "")
+				if st != 200 {
+					t.Fatalf("GET /v1/feed = %d %v", st, body)
+				}
+				return body["items"].([]any)
+			}
+			feed(alice) // alice's timeline exists from now on: posts reach it by fan-out
+			for _, f := range []string{"alice", "carol"} {
+				if st, body := call(t, "PUT", srv.url+"/v1/users/"+f+"/following/bob", map[string]string{"alice": alice, "carol": carol}[f], ""); st != 200 {
+					t.Fatalf("follow = %d %v", st, body)
+				}
+			}
+			_, p1 := call(t, "POST", srv.url+"/v1/posts", bob, `{"text":"one"}`)
+			_, p2 := call(t, "POST", srv.url+"/v1/posts", bob, `{"text":"two"}`)
+			if items := feed(carol); len(items) != 2 || items[0].(map[string]any)["id"] != p2["id"] {
+				t.Fatalf("carol's first read (a rebuild) = %v", items)
+			}
+			for deadline := time.Now().Add(10 * time.Second); len(feed(alice)) != 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("alice's feed never held both posts: %v", feed(alice))
+				}
+			}
+			if st, _ := call(t, "DELETE", srv.url+"/v1/posts/"+p1["id"].(string), bob, ""); st != 204 {
+				t.Fatalf("delete = %d", st)
+			}
+			if items := feed(alice); len(items) != 1 || items[0].(map[string]any)["id"] != p2["id"] {
+				t.Fatalf("alice's feed right after the delete = %v", items)
+			}
+		})
+	}
+}
