@@ -319,8 +319,8 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 // follow edges, blocks either way and mutes of them, the viewer's likes of the posts, and (for the
 // home feed, which starts from references) the posts themselves.
 type view struct {
-	viewer                        string
-	users, posts                  map[string]table.Item
+	viewer                         string
+	users, posts                   map[string]table.Item
 	follows, blocked, muted, liked map[string]bool
 }
 
