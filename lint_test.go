@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"timeline/redis":          {"", "table", "timeline"},
 	"auth":                    {""},
 	"metrics":                 {""},
+	"graph":                   {},
 	"app":                     {"", "table", "events", "timeline"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events"},
 	"cmd/rookery":             {"*"},

@@ -121,23 +121,33 @@ func (w *benchWorld) users(b *testing.B, prefix string, n int) []string {
 	return ids
 }
 
+// fanoutWorld is an author with n followers whose timelines exist.
+func fanoutWorld(b *testing.B, store string, n int) *benchWorld {
+	w := newBenchWorld(b, store, 0)
+	w.users(b, "author", 1)
+	for _, f := range w.users(b, "f", n) {
+		if _, err := w.a.Follow(server, f, "author0"); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.tl.Create(context.Background(), f, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
+func postEvent(n int64, at time.Time) rookery.Event {
+	p, _ := json.Marshal(app.PostPayload{PostID: fmt.Sprintf("P%012d", n), AuthorID: "author0", CreatedAt: rookery.Time{Time: at}})
+	return rookery.Event{ID: fmt.Sprint(n), Type: app.PostCreated, Payload: p}
+}
+
 // BenchmarkFanout measures fan-out throughput: PostCreated events of an author with 10,000
 // followers (every timeline exists), handled by 8 workers as the fan-out consumer runs them.
 func BenchmarkFanout(b *testing.B) {
 	for _, store := range []string{"table", "redis"} {
 		b.Run(store, func(b *testing.B) {
 			const followers = 10_000
-			w := newBenchWorld(b, store, 0)
-			ctx := context.Background()
-			w.users(b, "author", 1)
-			for _, f := range w.users(b, "f", followers) {
-				if _, err := w.a.Follow(server, f, "author0"); err != nil {
-					b.Fatal(err)
-				}
-				if err := w.tl.Create(ctx, f, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+			w := fanoutWorld(b, store, followers)
 			var seq atomic.Int64
 			start := time.Now().Add(-time.Hour)
 			b.SetParallelism(4) // 8 workers on 2 cores
@@ -145,15 +155,36 @@ func BenchmarkFanout(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					n := seq.Add(1)
-					p, _ := json.Marshal(app.PostPayload{PostID: fmt.Sprintf("P%012d", n), AuthorID: "author0",
-						CreatedAt: rookery.Time{Time: start.Add(time.Duration(n) * time.Millisecond)}})
-					if err := w.a.ApplyFanout(ctx, rookery.Event{ID: fmt.Sprint(n), Type: app.PostCreated, Payload: p}); err != nil {
+					if err := w.a.ApplyFanout(context.Background(), postEvent(n, start.Add(time.Duration(n)*time.Millisecond))); err != nil {
 						b.Error(err)
 						return
 					}
 				}
 			})
 			b.ReportMetric(float64(b.N)*followers/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
+
+// BenchmarkRemovePost measures the cleanup of a deleted post held by 10,000 timelines (the time of
+// RemovePost alone; the fan-out before it is not timed).
+func BenchmarkRemovePost(b *testing.B) {
+	for _, store := range []string{"table", "redis"} {
+		b.Run(store, func(b *testing.B) {
+			w := fanoutWorld(b, store, 10_000)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				ev := postEvent(int64(i+1), time.Now())
+				if err := w.a.ApplyFanout(ctx, ev); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := w.tl.RemovePost(ctx, fmt.Sprintf("P%012d", i+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

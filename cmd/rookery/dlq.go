@@ -10,12 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/rookery/rookery/auth"
 )
 
 // dlqCmd administers a consumer group's dead-letter queue through a running server's admin routes
@@ -40,34 +37,11 @@ func dlqCmd(cfg *config, stdout io.Writer) *cobra.Command {
 		if group == "" {
 			return nil, errors.New("--group is required")
 		}
-		secret, err := cfg.secret()
+		c, err := newAPIClient(cfg, server, 1)
 		if err != nil {
 			return nil, err
 		}
-		if secret == nil {
-			return nil, errors.New("no secret configured to mint a server token: set --auth-secret (ROOKERY_AUTH_SECRET)")
-		}
-		tok, err := auth.Mint(secret, "rookery-cli", true, 5*time.Minute, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(server, "/")+"/v1/admin/dlq/"+url.PathEscape(group)+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("is the server running at %s? %w", server, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode >= 300 {
-			var p struct{ Detail string }
-			json.Unmarshal(body, &p)
-			return nil, fmt.Errorf("%s: %s", resp.Status, p.Detail)
-		}
-		return body, nil
+		return c.do(ctx, method, "/v1/admin/dlq/"+url.PathEscape(group)+path, nil)
 	}
 	printJSON := func(b []byte) error {
 		var out bytes.Buffer

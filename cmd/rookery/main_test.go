@@ -415,3 +415,40 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestImportGraph loads a small SNAP graph and a small DeathStarBench graph through a running
+// server's API, twice (importing again is harmless), and checks the follows.
+func TestImportGraph(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir)
+	snap := filepath.Join(dir, "g.txt")
+	os.WriteFile(snap, []byte("# a follows b\n10\t20\n20\t30\n10\t30\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "d.nodes"), []byte("3\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "d.edges"), []byte("0 1\n1 2\n"), 0o644)
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "app", "--server", "--data-dir", dir))
+	follows := func(a, b string) bool {
+		st, body := call(t, "GET", srv.url+"/v1/users/"+a+"/following/"+b, tok, "")
+		if st != 200 && st != 404 {
+			t.Fatalf("follow status %s -> %s = %d %v", a, b, st, body)
+		}
+		return st == 200
+	}
+	for range 2 {
+		command(t, nil, "import", "graph", snap, "--server", srv.url, "--data-dir", dir, "--prefix", "s", "--concurrency", "4")
+		command(t, nil, "import", "graph", filepath.Join(dir, "d.edges"), "--symmetric", "--server", srv.url, "--data-dir", dir, "--prefix", "d")
+	}
+	// SNAP ids 10, 20, 30 are s0, s1, s2.
+	if !follows("s0", "s1") || !follows("s1", "s2") || !follows("s0", "s2") || follows("s1", "s0") {
+		t.Fatal("the SNAP graph's follows are wrong")
+	}
+	if !follows("d0", "d1") || !follows("d1", "d0") || !follows("d2", "d1") || follows("d0", "d2") {
+		t.Fatal("the DeathStarBench graph's follows are wrong")
+	}
+	if st, body := call(t, "GET", srv.url+"/v1/users/s0", tok, ""); st != 200 || body["username"] != "s_0" {
+		t.Fatalf("imported user = %d %v", st, body)
+	}
+	err := run(context.Background(), []string{"import", "graph", filepath.Join(dir, "missing.txt"), "--server", srv.url, "--data-dir", dir}, env(nil), io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("importing a missing file succeeded")
+	}
+}

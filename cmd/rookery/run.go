@@ -37,6 +37,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		tokenCmd(&cfg, stdout),
 		migrateCmd(&cfg, stdout),
 		dlqCmd(&cfg, stdout),
+		importCmd(&cfg, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rookery/rookery/auth"
+)
+
+// apiClient calls a running server's HTTP API (the commands that work through the server: dlq,
+// import) with a server token minted from the same configuration as `serve`.
+type apiClient struct {
+	base, token string
+	http        *http.Client
+}
+
+// newAPIClient returns a client of the server at base that keeps up to conns connections open.
+func newAPIClient(cfg *config, base string, conns int) (*apiClient, error) {
+	secret, err := cfg.secret()
+	if err != nil {
+		return nil, err
+	}
+	if secret == nil {
+		return nil, errors.New("no secret configured to mint a server token: set --auth-secret (ROOKERY_AUTH_SECRET)")
+	}
+	tok, err := auth.Mint(secret, "rookery-cli", true, 24*time.Hour, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = conns
+	return &apiClient{base: strings.TrimRight(base, "/"), token: tok, http: &http.Client{Transport: tr, Timeout: time.Minute}}, nil
+}
+
+// do sends a request with body (nil for none) and returns the reply's body; a reply of 300 or more
+// is an error with the problem's detail (and, as *statusError, the status).
+func (c *apiClient) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("is the server running at %s? %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var p struct{ Detail string }
+		json.Unmarshal(out, &p)
+		return nil, &statusError{status: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, p.Detail)}
+	}
+	return out, nil
+}
+
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }

@@ -1,0 +1,76 @@
+package graph_test
+
+import (
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/rookery/rookery/graph"
+)
+
+// The reference inputs of ../shared/data/graphs, with the figures SOURCE.md gives for them.
+func TestReferenceGraphs(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "data", "graphs")
+	g, err := graph.Read(filepath.Join(dir, "socfb-Reed98.edges"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Nodes != 962 || len(g.Edges) != 37_624 || slices.Max(g.Followers()) != 313 {
+		t.Fatalf("Reed98 symmetric: %d nodes, %d edges, max followers %d; want 962, 37624, 313", g.Nodes, len(g.Edges), slices.Max(g.Followers()))
+	}
+	g, err = graph.Read(filepath.Join(dir, "soc-Epinions1.txt.gz"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Nodes != 75_879 || len(g.Edges) != 508_837 || slices.Max(g.Followers()) != 3_035 {
+		t.Fatalf("Epinions: %d nodes, %d edges, max followers %d; want 75879, 508837, 3035", g.Nodes, len(g.Edges), slices.Max(g.Followers()))
+	}
+}
+
+func TestSNAPRemapsAndCleans(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.txt.gz")
+	f, _ := os.Create(path)
+	z := gzip.NewWriter(f)
+	z.Write([]byte("# comment\n100\t7\n7 100\n\n100\t100\n100\t7\n5\t7\n"))
+	z.Close()
+	f.Close()
+	g, err := graph.Read(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ids 5, 7, 100 -> 0, 1, 2; the self-loop and the repeat are dropped.
+	want := [][2]int32{{0, 1}, {1, 2}, {2, 1}}
+	if g.Nodes != 3 || !slices.Equal(g.Edges, want) {
+		t.Fatalf("graph = %+v; want 3 nodes, %v", g, want)
+	}
+	for name, body := range map[string]string{"bad.txt": "1 x\n", "short.txt": "1\n", "neg.txt": "-1 2\n"} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := graph.Read(p, false); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := graph.Read(filepath.Join(dir, "missing.txt"), false); err == nil {
+		t.Error("a missing file: no error")
+	}
+}
+
+func TestDeathStarBenchFormat(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.nodes"), []byte("3\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.edges"), []byte("0 1\n1 2\n"), 0o644)
+	g, err := graph.Read(filepath.Join(dir, "s.edges"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int32{{0, 1}, {1, 0}, {1, 2}, {2, 1}}; g.Nodes != 3 || !slices.Equal(g.Edges, want) {
+		t.Fatalf("graph = %+v", g)
+	}
+	os.WriteFile(filepath.Join(dir, "s.edges"), []byte("0 3\n"), 0o644)
+	if _, err := graph.Read(filepath.Join(dir, "s.nodes"), false); err == nil {
+		t.Fatal("a node past the count: no error")
+	}
+}
