@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-
 )
 
 // dlqCmd administers a consumer group's dead-letter queue through a running server's admin routes
