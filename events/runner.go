@@ -59,6 +59,9 @@ type Runner struct {
 	Clock  rookery.Clock
 	Logger *slog.Logger
 	Stats  Stats
+	// Age, if set, is told for each event handled successfully the time from its occurrence to the
+	// end of its handling: end-to-end lag (for the fan-out group, a post's fan-out lag).
+	Age func(group string, age time.Duration)
 }
 
 // Run runs c until ctx ends, then returns nil; it returns an error only if it cannot subscribe.
@@ -90,7 +93,7 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 	if stats == nil {
 		stats = func(string, Outcome, time.Duration) {}
 	}
-	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, l: r.Log}
+	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log}
 	var subs []Subscription
 	for range c.Concurrency {
 		s, err := r.Log.Subscribe(ctx, c.Group, SubscribeOptions{AckWait: c.AckWait})
@@ -121,6 +124,7 @@ type worker struct {
 	log   *slog.Logger
 	clock rookery.Clock
 	stats Stats
+	age   func(group string, age time.Duration)
 
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
@@ -156,6 +160,9 @@ func (w *worker) handle(ctx context.Context, d Delivery) {
 			w.log.Warn("ack failed; the event will be delivered again", "event", ev.ID, "err", aerr)
 		}
 		w.stats(w.c.Group, Processed, took)
+		if w.age != nil {
+			w.age(w.c.Group, w.clock.Now().Sub(ev.OccurredAt.Time))
+		}
 	case rookery.IsKind(err, rookery.Unavailable) && d.Attempt() < w.c.MaxAttempts:
 		w.failed()
 		delay := w.c.Backoff(d.Attempt())

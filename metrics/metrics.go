@@ -26,6 +26,7 @@ type Metrics struct {
 
 	ConsumerEvents     *prometheus.CounterVec   // group, outcome
 	ConsumerLatency    *prometheus.HistogramVec // group
+	EventAge           *prometheus.HistogramVec // group
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 }
@@ -66,6 +67,11 @@ func New() *Metrics {
 		Help:    "Consumer handler latency by group.",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
 	}, []string{"group"})
+	m.EventAge = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "rookery_event_age_at_handling_seconds",
+		Help:    "Time from an event's occurrence to the end of its handling, by consumer group; for fanout, the fan-out lag (post accepted to in every follower's timeline).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+	}, []string{"group"})
 	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rookery_consumer_lag_events",
 		Help: "Events appended but not yet handled, by consumer group.",
@@ -75,7 +81,7 @@ func New() *Metrics {
 		Help: "Age of the oldest event not yet handled, by consumer group.",
 	}, []string{"group"})
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
-		m.ConsumerEvents, m.ConsumerLatency, m.ConsumerLag, m.ConsumerLagSeconds,
+		m.ConsumerEvents, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -109,6 +115,11 @@ func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
 	if outcome != "breaker_open" {
 		m.ConsumerLatency.WithLabelValues(group).Observe(took.Seconds())
 	}
+}
+
+// ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).
+func (m *Metrics) ObserveEventAge(group string, age time.Duration) {
+	m.EventAge.WithLabelValues(group).Observe(age.Seconds())
 }
 
 // SetLag records how far group is behind.

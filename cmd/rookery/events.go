@@ -52,6 +52,7 @@ func runPipeline(ctx context.Context, ob *events.Outbox, l events.Log, consumers
 	runner := &events.Runner{
 		Log: l, Logger: log,
 		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },
+		Age:   m.ObserveEventAge,
 	}
 	for _, c := range consumers {
 		wg.Add(2)

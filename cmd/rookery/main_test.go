@@ -412,6 +412,16 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 			if items := feed(alice); len(items) != 1 || items[0].(map[string]any)["id"] != p2["id"] {
 				t.Fatalf("alice's feed right after the delete = %v", items)
 			}
+			// The service reports fan-out lag.
+			resp, err := http.Get(srv.url + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), `rookery_event_age_at_handling_seconds_count{group="fanout"}`) {
+				t.Fatal("/metrics has no fan-out lag")
+			}
 		})
 	}
 }
