@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"auth":                    {""},
 	"metrics":                 {""},
 	"graph":                   {},
+	"bench":                   {"graph"},
 	"app":                     {"", "table", "events", "timeline"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events"},
 	"cmd/rookery":             {"*"},

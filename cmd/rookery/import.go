@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rookery/rookery/bench"
 	"github.com/rookery/rookery/graph"
 )
 
@@ -62,10 +63,10 @@ func importCmd(cfg *config, stderr io.Writer) *cobra.Command {
 // importGraph creates the users, then the follows, of g; it reports progress on out about twice a
 // second.
 func importGraph(ctx context.Context, c *apiClient, g graph.Graph, prefix string, concurrency int, out io.Writer) error {
-	id := func(n int32) string { return fmt.Sprintf("%s%d", prefix, n) }
+	id := func(n int32) string { return bench.UserID(prefix, int(n)) }
 	start := time.Now()
 	users := func(i int) (string, string, []byte) {
-		return http.MethodPut, "/v1/users/" + id(int32(i)), []byte(fmt.Sprintf(`{"username":"%s_%d"}`, prefix, i))
+		return http.MethodPut, "/v1/users/" + id(int32(i)), []byte(`{"username":"` + bench.Username(prefix, i) + `"}`)
 	}
 	if err := inParallel(ctx, "users", g.Nodes, concurrency, out, func(ctx context.Context, i int) error {
 		m, p, b := users(i)

@@ -462,3 +462,47 @@ func TestImportGraph(t *testing.T) {
 		t.Fatal("importing a missing file succeeded")
 	}
 }
+
+// TestBenchCommand runs the harness for a few seconds on a tiny graph against a running server
+// (import included), as CI does to prove it works; it asserts no timings.
+func TestBenchCommand(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir)
+	g := filepath.Join(dir, "tiny.txt")
+	os.WriteFile(g, []byte("0 1\n1 2\n2 0\n3 0\n3 1\n4 0\n"), 0o644)
+	out := filepath.Join(dir, "result.json")
+	table := command(t, nil, "bench", "--graph", g, "--import", "--server", srv.url, "--data-dir", dir,
+		"--rate", "40", "--duration", "2s", "--lag-sample", "1", "--out", out, "--users", "zipf")
+	for _, want := range []string{"feed", "post", "user", "p99.9 ms", "achieved"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("the table has no %q:\n%s", want, table)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Results []struct {
+			Requests  int     `json:"requests"`
+			ErrorRate float64 `json:"error_rate"`
+			Ops       map[string]struct {
+				Count  int            `json:"count"`
+				Errors map[string]int `json:"errors"`
+			} `json:"ops"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Results) != 1 {
+		t.Fatalf("result.json: %v\n%s", err, b)
+	}
+	r := res.Results[0]
+	if r.Requests < 20 || r.ErrorRate != 0 || r.Ops["feed"].Count == 0 || len(r.Ops["feed"].Errors) != 0 {
+		t.Fatalf("results: %s", b)
+	}
+	// A sweep stops at the bound and names the knee.
+	sw := command(t, nil, "bench", "--graph", g, "--server", srv.url, "--data-dir", dir,
+		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
+	if !strings.Contains(sw, "knee: 30/s") {
+		t.Fatalf("sweep:\n%s", sw)
+	}
+}

@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		migrateCmd(&cfg, stdout),
 		dlqCmd(&cfg, stdout),
 		importCmd(&cfg, stderr),
+		benchCmd(&cfg, stdout, stderr),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

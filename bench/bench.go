@@ -1,0 +1,274 @@
+// Package bench is Rookery's load harness (issue 6): open-loop workloads over a follow graph, with
+// latency measured from each request's intended send time (no coordinated omission) into HDR
+// histograms per operation, the achieved rate against the target, errors by status, and sampled
+// fan-out lag. A Target runs the operations; HTTPTarget runs them against a Rookery server.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rookery/rookery/graph"
+)
+
+// Operations.
+const (
+	OpFeed     = "feed"     // read the first page of a user's home feed
+	OpUser     = "user"     // read the first page of a user's own posts
+	OpPost     = "post"     // create a post (DeathStarBench's text shape)
+	OpFollow   = "follow"   // follow a random user
+	OpUnfollow = "unfollow" // undo a follow of the graph
+	OpLike     = "like"     // like a recent post
+	OpDelete   = "delete"   // delete a recent post of one's own
+	OpFanout   = "fanout_lag"
+)
+
+// Mixes are the workloads: operation -> share.
+var Mixes = map[string]map[string]float64{
+	"dsb":         {OpFeed: 0.6, OpUser: 0.3, OpPost: 0.1}, // DeathStarBench's social-network mix
+	"follow":      {OpFollow: 0.5, OpUnfollow: 0.3, OpFeed: 0.2},
+	"like":        {OpLike: 0.6, OpFeed: 0.3, OpPost: 0.1},
+	"delete":      {OpPost: 0.4, OpDelete: 0.3, OpFeed: 0.3},
+	"write-heavy": {OpPost: 0.5, OpLike: 0.3, OpFollow: 0.1, OpFeed: 0.1},
+}
+
+// Request is one operation for a Target.
+type Request struct {
+	Op     string
+	User   int    // the acting user
+	Other  int    // follow, unfollow: the other user
+	PostID string // like, delete
+	Text   string // post
+}
+
+// Reply is what a Target answers: the HTTP status (or 0 for a transport error) and, for a post,
+// its id; Feed is the post ids of a feed read (for the fan-out lag probe).
+type Reply struct {
+	Status int
+	PostID string
+	Feed   []string
+}
+
+// Target runs requests against a system under test.
+type Target interface {
+	Do(ctx context.Context, r Request) Reply
+}
+
+// Config is one run.
+type Config struct {
+	Graph    graph.Graph
+	Mix      map[string]float64
+	Rate     float64       // requests per second (open loop)
+	Duration time.Duration // how long to send
+	Users    string        // uniform, zipf, or followers (in proportion to followers)
+	Prefix   string        // the imported users' prefix (UserID)
+	Seed     uint64
+	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
+	// read every 20 ms until the post is there (at most 10 s).
+	LagSample float64
+	Progress  io.Writer // a line a second; nil for none
+}
+
+// OpResult is one operation's figures; latencies in milliseconds.
+type OpResult struct {
+	Count    int64          `json:"count"`
+	Errors   map[string]int `json:"errors,omitempty"` // replies that were not 2xx, by status ("0": no reply)
+	P50      float64        `json:"p50_ms"`
+	P90      float64        `json:"p90_ms"`
+	P99      float64        `json:"p99_ms"`
+	P999     float64        `json:"p999_ms"`
+	Max      float64        `json:"max_ms"`
+	Mean     float64        `json:"mean_ms"`
+	TimedOut int64          `json:"timed_out,omitempty"` // fan-out probes that never saw the post
+}
+
+// Result is a run's figures.
+type Result struct {
+	TargetRate   float64              `json:"target_rate"`
+	AchievedRate float64              `json:"achieved_rate"`
+	Duration     float64              `json:"duration_s"`
+	Requests     int64                `json:"requests"`
+	ErrorRate    float64              `json:"error_rate"` // share of requests answered 5xx, 429 or not at all
+	Ops          map[string]*OpResult `json:"ops"`
+}
+
+type recorder struct {
+	mu       sync.Mutex
+	hist     map[string]*hdrhistogram.Histogram
+	errs     map[string]map[string]int
+	timedOut int64
+}
+
+func (r *recorder) record(op string, d time.Duration, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.hist[op]
+	if h == nil {
+		h = hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
+		r.hist[op] = h
+	}
+	h.RecordValue(max(d.Microseconds(), 1))
+	if status >= 300 || status == 0 {
+		if r.errs[op] == nil {
+			r.errs[op] = map[string]int{}
+		}
+		r.errs[op][fmt.Sprint(status)]++
+	}
+}
+
+// Run runs cfg against t and returns its figures.
+func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
+	if cfg.Graph.Nodes == 0 {
+		return Result{}, fmt.Errorf("bench: the graph has no users")
+	}
+	if cfg.Rate <= 0 || cfg.Duration <= 0 {
+		return Result{}, fmt.Errorf("bench: rate and duration must be positive")
+	}
+	w, err := newWorkload(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	rec := &recorder{hist: map[string]*hdrhistogram.Histogram{}, errs: map[string]map[string]int{}}
+	var wg sync.WaitGroup
+	start := time.Now()
+	next := start
+	sent := int64(0)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	lastReport := start
+	for ctx.Err() == nil {
+		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second)))
+		if next.Sub(start) >= cfg.Duration {
+			break
+		}
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		req := w.next()
+		intended := next
+		sent++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep := t.Do(ctx, req)
+			rec.record(req.Op, time.Since(intended), rep.Status)
+			w.done(req, rep)
+			if req.Op == OpPost && rep.Status < 300 && rep.PostID != "" && w.sampleLag() {
+				w.probeLag(ctx, t, rec, req.User, rep.PostID, time.Now())
+			}
+		}()
+		if cfg.Progress != nil && time.Since(lastReport) >= time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(cfg.Progress, "bench: %5.1fs sent %d (%.0f/s of %.0f/s)\n", time.Since(start).Seconds(), sent, float64(sent)/time.Since(start).Seconds(), cfg.Rate)
+		}
+	}
+	sendTime := time.Since(start)
+	wg.Wait()
+	res := Result{TargetRate: cfg.Rate, AchievedRate: float64(sent) / sendTime.Seconds(), Duration: sendTime.Seconds(), Requests: sent, Ops: map[string]*OpResult{}}
+	var errors int64
+	for op, h := range rec.hist {
+		ms := func(v int64) float64 { return float64(v) / 1000 }
+		o := &OpResult{Count: h.TotalCount(), Errors: rec.errs[op], P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)),
+			P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
+		if op == OpFanout {
+			o.TimedOut = rec.timedOut
+		} else {
+			for st, n := range o.Errors {
+				if st == "0" || st == "429" || st >= "500" {
+					errors += int64(n)
+				}
+			}
+		}
+		res.Ops[op] = o
+	}
+	if sent > 0 {
+		res.ErrorRate = float64(errors) / float64(sent)
+	}
+	return res, ctx.Err()
+}
+
+// Sweep raises the rate from cfg.Rate by half each step until some operation's p99 passes bound
+// or errors pass 1%, and returns every step; the knee is the last step that passed.
+func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int) ([]Result, error) {
+	var out []Result
+	for range steps {
+		r, err := Run(ctx, t, cfg)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if !passes(r, bound) {
+			break
+		}
+		cfg.Rate *= 1.5
+	}
+	return out, nil
+}
+
+// Knee returns the highest rate of a sweep's results that passed the bound.
+func Knee(results []Result, bound time.Duration) (rate float64, ok bool) {
+	for _, r := range results {
+		if passes(r, bound) {
+			rate, ok = r.TargetRate, true
+		}
+	}
+	return rate, ok
+}
+
+func passes(r Result, bound time.Duration) bool {
+	return r.ErrorRate <= 0.01 && worstP99(r) <= float64(bound.Microseconds())/1000
+}
+
+func worstP99(r Result) float64 {
+	worst := 0.0
+	for op, o := range r.Ops {
+		if op != OpFanout {
+			worst = math.Max(worst, o.P99)
+		}
+	}
+	return worst
+}
+
+// Table writes r as a readable table.
+func Table(out io.Writer, r Result) {
+	fmt.Fprintf(out, "rate: target %.0f/s, achieved %.0f/s over %.1fs; %d requests, %.2f%% errors\n",
+		r.TargetRate, r.AchievedRate, r.Duration, r.Requests, 100*r.ErrorRate)
+	fmt.Fprintf(out, "%-11s %8s %9s %9s %9s %9s %9s  %s\n", "op", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors")
+	ops := make([]string, 0, len(r.Ops))
+	for op := range r.Ops {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		o := r.Ops[op]
+		var errs []string
+		for st, n := range o.Errors {
+			errs = append(errs, fmt.Sprintf("%s:%d", st, n))
+		}
+		slices.Sort(errs)
+		if o.TimedOut > 0 {
+			errs = append(errs, fmt.Sprintf("timed out:%d", o.TimedOut))
+		}
+		fmt.Fprintf(out, "%-11s %8d %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", op, o.Count, o.P50, o.P90, o.P99, o.P999, o.Max, strings.Join(errs, " "))
+	}
+}
+
+// JSON writes v indented.
+func JSON(out io.Writer, v any) error {
+	e := json.NewEncoder(out)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}

@@ -1,0 +1,140 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery/bench"
+	"github.com/rookery/rookery/graph"
+)
+
+// fakeTarget answers after a fixed delay; it fails every tenth post with 503, and its feeds show
+// every post made so far.
+type fakeTarget struct {
+	delay time.Duration
+	n     atomic.Int64
+	mu    sync.Mutex
+	posts []string
+	ops   map[string]int
+}
+
+func (f *fakeTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
+	time.Sleep(f.delay)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops[r.Op]++
+	switch r.Op {
+	case bench.OpPost:
+		if f.n.Add(1)%10 == 0 {
+			return bench.Reply{Status: 503}
+		}
+		id := "p" + strings.Repeat("x", len(f.posts)%5) + string(rune('a'+len(f.posts)%26))
+		f.posts = append(f.posts, id)
+		return bench.Reply{Status: 201, PostID: id}
+	case bench.OpFeed:
+		return bench.Reply{Status: 200, Feed: append([]string(nil), f.posts...)}
+	}
+	return bench.Reply{Status: 200}
+}
+
+var tiny = graph.Graph{Nodes: 4, Edges: [][2]int32{{0, 1}, {2, 1}, {3, 1}, {1, 0}}}
+
+func TestRunMeasuresAnOpenLoop(t *testing.T) {
+	f := &fakeTarget{delay: 2 * time.Millisecond, ops: map[string]int{}}
+	cfg := bench.Config{Graph: tiny, Mix: bench.Mixes["dsb"], Rate: 400, Duration: 2 * time.Second, Users: "followers", Prefix: "g", Seed: 7, LagSample: 0.5}
+	r, err := bench.Run(context.Background(), f, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AchievedRate < 250 || r.AchievedRate > 550 {
+		t.Fatalf("achieved %.0f/s of 400/s", r.AchievedRate)
+	}
+	feed, post := r.Ops[bench.OpFeed], r.Ops[bench.OpPost]
+	if feed == nil || post == nil || r.Ops[bench.OpUser] == nil {
+		t.Fatalf("ops = %v", r.Ops)
+	}
+	// The mix is kept (60/30/10 within sampling noise) and latencies include the target's delay.
+	if share := float64(feed.Count) / float64(r.Requests); share < 0.5 || share > 0.7 {
+		t.Fatalf("feed share %.2f", share)
+	}
+	if feed.P50 < 2 || feed.P99 < feed.P50 || feed.Max < feed.P99 {
+		t.Fatalf("feed latencies %+v", feed)
+	}
+	// One post in ten failed with 503: counted by status, and in the error rate.
+	if post.Errors["503"] == 0 || r.ErrorRate == 0 || r.ErrorRate > 0.05 {
+		t.Fatalf("post errors %v, error rate %.3f", post.Errors, r.ErrorRate)
+	}
+	if lag := r.Ops[bench.OpFanout]; lag == nil || lag.Count == 0 {
+		t.Fatalf("no fan-out lag was probed: %v", r.Ops)
+	}
+	var out bytes.Buffer
+	bench.Table(&out, r)
+	if !strings.Contains(out.String(), "p99.9 ms") || !strings.Contains(out.String(), "503:") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+// A coordinated-omission check: a target that stalls for 300 ms once makes every request that was
+// due during the stall late, and the histogram shows it.
+func TestLatencyIsFromTheIntendedSendTime(t *testing.T) {
+	var stalled atomic.Bool
+	f := &stallTarget{stalled: &stalled}
+	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 200, Duration: time.Second, Prefix: "g", Seed: 1}
+	r, err := bench.Run(context.Background(), f, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Ops[bench.OpFeed]; o.P90 < 50 {
+		t.Fatalf("p90 %.1f ms: the stall does not show", o.P90)
+	}
+}
+
+type stallTarget struct {
+	stalled *atomic.Bool
+	mu      sync.Mutex
+}
+
+func (s *stallTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
+	s.mu.Lock() // one request at a time, as a server stuck on a lock
+	defer s.mu.Unlock()
+	if !s.stalled.Swap(true) {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return bench.Reply{Status: 200}
+}
+
+func TestSweepFindsTheKnee(t *testing.T) {
+	// A target that serves 100 requests a second: past that, queueing makes the p99 grow.
+	f := &stallTarget{stalled: new(atomic.Bool)}
+	f.stalled.Store(true)
+	slow := &slowTarget{inner: f, each: 10 * time.Millisecond}
+	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 40, Duration: 700 * time.Millisecond, Prefix: "g", Seed: 1}
+	rs, err := bench.Sweep(context.Background(), slow, cfg, 60*time.Millisecond, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	knee, ok := bench.Knee(rs, 60*time.Millisecond)
+	if !ok || knee < 40 || knee > 150 || len(rs) == 6 && rs[5].Ops[bench.OpFeed].P99 <= 60 {
+		for _, r := range rs {
+			t.Logf("rate %.0f: p99 %.1f ms", r.TargetRate, r.Ops[bench.OpFeed].P99)
+		}
+		t.Fatalf("knee %.0f (%v)", knee, ok)
+	}
+}
+
+type slowTarget struct {
+	inner *stallTarget
+	each  time.Duration
+}
+
+func (s *slowTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
+	s.inner.mu.Lock()
+	defer s.inner.mu.Unlock()
+	time.Sleep(s.each)
+	return bench.Reply{Status: 200}
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// HTTPTarget runs requests against a Rookery server, acting for each user with one server token
+// and X-On-Behalf-Of.
+type HTTPTarget struct {
+	Base   string // the server's base URL
+	Token  string // a server-scope token
+	Prefix string // the imported users' prefix
+	Client *http.Client
+}
+
+// NewHTTPTarget returns a target with a client that keeps conns connections open.
+func NewHTTPTarget(base, token, prefix string, conns int) *HTTPTarget {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = conns, conns
+	return &HTTPTarget{Base: strings.TrimRight(base, "/"), Token: token, Prefix: prefix, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// Do implements Target.
+func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
+	u := UserID(h.Prefix, r.User)
+	var method, path string
+	var body []byte
+	switch r.Op {
+	case OpFeed:
+		method, path = http.MethodGet, "/v1/feed?limit=10"
+	case OpUser:
+		method, path = http.MethodGet, "/v1/users/"+u+"/posts?limit=10"
+	case OpPost:
+		method, path = http.MethodPost, "/v1/posts"
+		body, _ = json.Marshal(map[string]string{"text": r.Text})
+	case OpFollow:
+		method, path = http.MethodPut, "/v1/users/"+u+"/following/"+UserID(h.Prefix, r.Other)
+	case OpUnfollow:
+		method, path = http.MethodDelete, "/v1/users/"+u+"/following/"+UserID(h.Prefix, r.Other)
+	case OpLike:
+		method, path = http.MethodPut, "/v1/posts/"+r.PostID+"/likes/"+u
+	case OpDelete:
+		method, path = http.MethodDelete, "/v1/posts/"+r.PostID
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.Base+path, bytes.NewReader(body))
+	if err != nil {
+		return Reply{}
+	}
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	req.Header.Set("X-On-Behalf-Of", u)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		return Reply{}
+	}
+	defer resp.Body.Close()
+	rep := Reply{Status: resp.StatusCode}
+	switch {
+	case resp.StatusCode >= 300:
+		io.Copy(io.Discard, resp.Body)
+	case r.Op == OpPost:
+		var p struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&p)
+		rep.PostID = p.ID
+	case r.Op == OpFeed:
+		var page struct{ Items []struct{ ID string } }
+		json.NewDecoder(resp.Body).Decode(&page)
+		for _, it := range page.Items {
+			rep.Feed = append(rep.Feed, it.ID)
+		}
+	default:
+		io.Copy(io.Discard, resp.Body)
+	}
+	return rep
+}

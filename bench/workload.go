@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// workload draws requests for a run: the operation by the mix, the user by the chooser, and what
+// the operation needs (another user, a recent post, DeathStarBench's text).
+type workload struct {
+	cfg       Config
+	mu        sync.Mutex
+	rng       *rand.Rand
+	ops       []string
+	cum       []float64
+	zipf      *rand.Zipf
+	followees []int32 // the followee of every edge: uniform over it is in proportion to followers
+	followers [][]int32
+	recent    []recentPost // a ring of posts made during the run
+	ring      int
+}
+
+type recentPost struct {
+	id     string
+	author int
+}
+
+func newWorkload(cfg Config) (*workload, error) {
+	w := &workload{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 2)), followers: make([][]int32, cfg.Graph.Nodes)}
+	total := 0.0
+	for _, op := range []string{OpFeed, OpUser, OpPost, OpFollow, OpUnfollow, OpLike, OpDelete} {
+		if s := cfg.Mix[op]; s > 0 {
+			total += s
+			w.ops = append(w.ops, op)
+			w.cum = append(w.cum, total)
+		}
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("bench: the mix has no operations")
+	}
+	for _, e := range cfg.Graph.Edges {
+		w.followees = append(w.followees, e[1])
+		w.followers[e[1]] = append(w.followers[e[1]], e[0])
+	}
+	switch cfg.Users {
+	case "", "uniform":
+	case "zipf":
+		w.zipf = rand.NewZipf(w.rng, 1.1, 1, uint64(cfg.Graph.Nodes-1))
+	case "followers":
+		if len(w.followees) == 0 {
+			return nil, fmt.Errorf("bench: --users followers needs a graph with edges")
+		}
+	default:
+		return nil, fmt.Errorf("bench: users must be uniform, zipf or followers, not %q", cfg.Users)
+	}
+	return w, nil
+}
+
+func (w *workload) user() int {
+	switch {
+	case w.zipf != nil:
+		return int(w.zipf.Uint64())
+	case w.cfg.Users == "followers":
+		return int(w.followees[w.rng.IntN(len(w.followees))])
+	}
+	return w.rng.IntN(w.cfg.Graph.Nodes)
+}
+
+func (w *workload) next() Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	x := w.rng.Float64() * w.cum[len(w.cum)-1]
+	op := w.ops[len(w.ops)-1]
+	for i, c := range w.cum {
+		if x < c {
+			op = w.ops[i]
+			break
+		}
+	}
+	r := Request{Op: op, User: w.user()}
+	switch op {
+	case OpPost:
+		r.Text = w.text(r.User)
+	case OpFollow:
+		r.Other = w.rng.IntN(w.cfg.Graph.Nodes)
+	case OpUnfollow:
+		if len(w.cfg.Graph.Edges) > 0 {
+			e := w.cfg.Graph.Edges[w.rng.IntN(len(w.cfg.Graph.Edges))]
+			r.User, r.Other = int(e[0]), int(e[1])
+		}
+	case OpLike, OpDelete:
+		if len(w.recent) == 0 {
+			r.Op, r.Text = OpPost, w.text(r.User) // nothing to like or delete yet
+			break
+		}
+		p := w.recent[w.rng.IntN(len(w.recent))]
+		r.PostID = p.id
+		if op == OpDelete {
+			r.User = p.author
+		}
+	}
+	return r
+}
+
+// done records what a request made.
+func (w *workload) done(r Request, rep Reply) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.Op == OpDelete {
+		w.recent = slices.DeleteFunc(w.recent, func(p recentPost) bool { return p.id == r.PostID })
+		return
+	}
+	if r.Op != OpPost || rep.PostID == "" {
+		return
+	}
+	p := recentPost{id: rep.PostID, author: r.User}
+	if len(w.recent) < 1000 {
+		w.recent = append(w.recent, p)
+	} else {
+		w.recent[w.ring%len(w.recent)] = p
+		w.ring++
+	}
+}
+
+func (w *workload) sampleLag() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.Float64() < w.cfg.LagSample
+}
+
+const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// text is DeathStarBench's compose shape: 256 random alphanumerics, 1-6 mentions of other users,
+// 1-6 URLs of 64 random characters (about 560 characters).
+func (w *workload) text(author int) string {
+	var b strings.Builder
+	for range 256 {
+		b.WriteByte(alnum[w.rng.IntN(len(alnum))])
+	}
+	for range 1 + w.rng.IntN(6) {
+		fmt.Fprintf(&b, " @%s", Username(w.cfg.Prefix, w.rng.IntN(w.cfg.Graph.Nodes)))
+	}
+	for range 1 + w.rng.IntN(6) {
+		b.WriteString(" http://")
+		for range 64 {
+			b.WriteByte(alnum[w.rng.IntN(len(alnum))])
+		}
+	}
+	return b.String()
+}
+
+// probeLag reads the feeds of up to 3 of author's followers every 20 ms until each holds post
+// (at most 10 s), and records the time from accepted to the last one seeing it.
+func (w *workload) probeLag(ctx context.Context, t Target, rec *recorder, author int, post string, accepted time.Time) {
+	w.mu.Lock()
+	fs := slices.Clone(w.followers[author])
+	w.rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
+	w.mu.Unlock()
+	if len(fs) == 0 {
+		return
+	}
+	fs = fs[:min(3, len(fs))]
+	deadline := accepted.Add(10 * time.Second)
+	for _, f := range fs {
+		for {
+			rep := t.Do(ctx, Request{Op: OpFeed, User: int(f)})
+			if slices.Contains(rep.Feed, post) {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				rec.mu.Lock()
+				rec.timedOut++
+				rec.mu.Unlock()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	rec.record(OpFanout, time.Since(accepted), 200)
+}
+
+// UserID is the id of graph node i's user, as `rookery import graph --prefix` creates it.
+func UserID(prefix string, i int) string { return fmt.Sprintf("%s%d", prefix, i) }
+
+// Username is the username of graph node i's user.
+func Username(prefix string, i int) string { return fmt.Sprintf("%s_%d", prefix, i) }

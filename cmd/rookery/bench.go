@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rookery/rookery/bench"
+	"github.com/rookery/rookery/graph"
+)
+
+// benchCmd runs the load harness against a running server (issue 6, docs/performance.md).
+func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
+	var (
+		server, prefix, mix, users, out string
+		symmetric, load, sweep          bool
+		rate, lagSample                 float64
+		duration, bound                 time.Duration
+		steps, conns                    int
+		seed                            uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "bench --graph FILE",
+		Short: "Run an open-loop workload against a running server and report latency percentiles",
+		Long: "Run a workload mix over the users of a follow graph (imported with `rookery import graph`,\n" +
+			"or with --import) at a target rate with exponential inter-arrival times. Latency is measured\n" +
+			"from each request's intended send time, into HDR histograms per operation; fan-out lag is\n" +
+			"probed on a sample of posts. Prints a table; --out writes everything as JSON. --sweep raises\n" +
+			"the rate by half each step until a p99 passes --p99-bound or errors pass 1% (the knee).\n" +
+			"Mixes: dsb (60% feed, 30% user posts, 10% post), follow, like, delete, write-heavy.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, ok := bench.Mixes[mix]
+			if !ok {
+				return fmt.Errorf("--mix must be dsb, follow, like, delete or write-heavy, not %q", mix)
+			}
+			if cmd.Flags().Lookup("graph").Value.String() == "" {
+				return errors.New("--graph is required")
+			}
+			g, err := graph.Read(cmd.Flags().Lookup("graph").Value.String(), symmetric)
+			if err != nil {
+				return err
+			}
+			c, err := newAPIClient(cfg, server, conns)
+			if err != nil {
+				return err
+			}
+			if load {
+				if err := importGraph(cmd.Context(), c, g, prefix, 32, stderr); err != nil {
+					return err
+				}
+			}
+			t := bench.NewHTTPTarget(server, c.token, prefix, conns)
+			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr}
+			var results []bench.Result
+			if sweep {
+				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps)
+			} else {
+				var r bench.Result
+				r, err = bench.Run(cmd.Context(), t, bc)
+				results = append(results, r)
+			}
+			for i, r := range results {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				bench.Table(stdout, r)
+			}
+			if sweep {
+				if rate, ok := bench.Knee(results, bound); ok {
+					fmt.Fprintf(stdout, "\nknee: %.0f/s (the last rate with every p99 <= %v and errors <= 1%%)\n", rate, bound)
+				} else {
+					fmt.Fprintf(stdout, "\nknee: none (the first rate already failed the bound)\n")
+				}
+			}
+			if out != "" {
+				f, ferr := os.Create(out)
+				if ferr != nil {
+					return ferr
+				}
+				defer f.Close()
+				if jerr := bench.JSON(f, map[string]any{"mix": mix, "users": users, "graph_nodes": g.Nodes, "graph_edges": len(g.Edges), "results": results}); jerr != nil {
+					return jerr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.String("graph", "", "the follow graph (SNAP edge list or DeathStarBench .edges)")
+	f.BoolVar(&symmetric, "symmetric", false, "the graph's edges go both ways (DeathStarBench)")
+	f.BoolVar(&load, "import", false, "import the graph first (as `rookery import graph` does)")
+	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
+	f.StringVar(&prefix, "prefix", "g", "the imported users' prefix")
+	f.StringVar(&mix, "mix", "dsb", "workload mix: dsb, follow, like, delete or write-heavy")
+	f.StringVar(&users, "users", "uniform", "who acts: uniform, zipf, or followers (in proportion to followers)")
+	f.Float64Var(&rate, "rate", 200, "target requests per second (the first rate of a sweep)")
+	f.DurationVar(&duration, "duration", 30*time.Second, "how long to send (each step of a sweep)")
+	f.Float64Var(&lagSample, "lag-sample", 0.05, "share of posts whose fan-out lag is probed")
+	f.BoolVar(&sweep, "sweep", false, "raise the rate until a p99 passes --p99-bound or errors pass 1%")
+	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
+	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
+	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
+	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
+	f.StringVar(&out, "out", "", "write the results as JSON to this file")
+	cfg.addStoreFlags(f)
+	cfg.addAuthFlags(f)
+	return cmd
+}
