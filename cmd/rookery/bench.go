@@ -16,18 +16,20 @@ import (
 // benchCmd runs the load harness against a running server (issue 6, docs/performance.md).
 func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	var (
-		server, prefix, mix, users, out string
-		symmetric, load, sweep          bool
-		rate, lagSample                 float64
-		duration, bound                 time.Duration
-		steps, conns                    int
-		seed                            uint64
+		server, prefix, mix, users, out    string
+		target, pgURL, baseRedis, baseName string
+		symmetric, load, sweep             bool
+		rate, lagSample                    float64
+		duration, bound                    time.Duration
+		steps, conns                       int
+		seed                               uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --graph FILE",
 		Short: "Run an open-loop workload against a running server and report latency percentiles",
 		Long: "Run a workload mix over the users of a follow graph (imported with `rookery import graph`,\n" +
-			"or with --import) at a target rate with exponential inter-arrival times. Latency is measured\n" +
+			"or with --import) at a target rate with exponential inter-arrival times, against Rookery or a\n" +
+			"baseline (--target postgres or redis-list, loaded with the graph). Latency is measured\n" +
 			"from each request's intended send time, into HDR histograms per operation; fan-out lag is\n" +
 			"probed on a sample of posts. Prints a table; --out writes everything as JSON. --sweep raises\n" +
 			"the rate by half each step until a p99 passes --p99-bound or errors pass 1% (the knee).\n" +
@@ -45,16 +47,39 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newAPIClient(cfg, server, conns)
-			if err != nil {
-				return err
-			}
-			if load {
-				if err := importGraph(cmd.Context(), c, g, prefix, 32, stderr); err != nil {
+			var t bench.Target
+			switch target {
+			case "rookery":
+				c, err := newAPIClient(cfg, server, conns)
+				if err != nil {
 					return err
 				}
+				if load {
+					if err := importGraph(cmd.Context(), c, g, prefix, 32, stderr); err != nil {
+						return err
+					}
+				}
+				t = bench.NewHTTPTarget(server, c.token, prefix, conns)
+			case "postgres":
+				pt, err := bench.NewPostgresTarget(cmd.Context(), pgURL, baseName, 64)
+				if err != nil {
+					return err
+				}
+				defer pt.Close()
+				if err := pt.Load(cmd.Context(), g, stderr); err != nil {
+					return err
+				}
+				t = pt
+			case "redis-list":
+				rt := bench.NewRedisListTarget(baseRedis, baseName)
+				defer rt.Close()
+				if err := rt.Load(cmd.Context(), g, stderr); err != nil {
+					return err
+				}
+				t = rt
+			default:
+				return fmt.Errorf("--target must be rookery, postgres or redis-list, not %q", target)
 			}
-			t := bench.NewHTTPTarget(server, c.token, prefix, conns)
 			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr}
 			var results []bench.Result
 			if sweep {
@@ -94,7 +119,11 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.String("graph", "", "the follow graph (SNAP edge list or DeathStarBench .edges)")
 	f.BoolVar(&symmetric, "symmetric", false, "the graph's edges go both ways (DeathStarBench)")
 	f.BoolVar(&load, "import", false, "import the graph first (as `rookery import graph` does)")
+	f.StringVar(&target, "target", "rookery", "what to load: rookery (the server at --server), or a baseline: postgres (fan-out on read) or redis-list (seed 002's naive lists)")
 	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
+	f.StringVar(&pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test", "the PostgreSQL of --target postgres")
+	f.StringVar(&baseRedis, "baseline-redis-addr", "127.0.0.1:6379", "the Redis of --target redis-list")
+	f.StringVar(&baseName, "baseline-name", "rookery_baseline", "the baselines' schema (PostgreSQL) or key prefix (Redis); reloaded with the graph on every run")
 	f.StringVar(&prefix, "prefix", "g", "the imported users' prefix")
 	f.StringVar(&mix, "mix", "dsb", "workload mix: dsb, follow, like, delete or write-heavy")
 	f.StringVar(&users, "users", "uniform", "who acts: uniform, zipf, or followers (in proportion to followers)")

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rookery/rookery/graph"
+)
+
+// RedisListTarget is the second baseline of issue 6: seed 002's naive Redis timeline. A post is a
+// hash; creating one LPUSHes its id onto every follower's list and LTRIMs it to 800, in the
+// request; a feed read is LRANGE, then the post bodies one by one in a pipeline. Deleted posts stay
+// in the lists (reads skip bodies that are gone). Keys carry the prefix.
+type RedisListTarget struct {
+	c      goredis.UniversalClient
+	prefix string
+}
+
+// NewRedisListTarget uses the Redis at addr with keys under prefix.
+func NewRedisListTarget(addr, prefix string) *RedisListTarget {
+	return &RedisListTarget{c: goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 256}), prefix: prefix}
+}
+
+func (t *RedisListTarget) key(parts ...any) string {
+	k := t.prefix
+	for _, p := range parts {
+		k += ":" + fmt.Sprint(p)
+	}
+	return k
+}
+
+// Load writes g's follow sets (both directions), replacing the prefix's keys.
+func (t *RedisListTarget) Load(ctx context.Context, g graph.Graph, progress io.Writer) error {
+	if err := t.Drop(ctx); err != nil {
+		return err
+	}
+	pipe := t.c.Pipeline()
+	for i, e := range g.Edges {
+		pipe.SAdd(ctx, t.key("followers", e[1]), e[0])
+		pipe.SAdd(ctx, t.key("following", e[0]), e[1])
+		if i%5000 == 4999 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "redis list baseline: loaded %d follows under %s\n", len(g.Edges), t.prefix)
+	return nil
+}
+
+// Drop deletes every key under the prefix.
+func (t *RedisListTarget) Drop(ctx context.Context) error {
+	iter := t.c.Scan(ctx, 0, t.prefix+":*", 5000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		if err := t.c.Del(ctx, keys[:n]...).Err(); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return iter.Err()
+}
+
+// Close closes the client.
+func (t *RedisListTarget) Close() { t.c.Close() }
+
+// Do implements Target; statuses mirror the HTTP API's.
+func (t *RedisListTarget) Do(ctx context.Context, r Request) Reply {
+	u := r.User
+	switch r.Op {
+	case OpFeed, OpUser:
+		list := t.key("tl", u)
+		if r.Op == OpUser {
+			list = t.key("posts", u)
+		}
+		ids, err := t.c.LRange(ctx, list, 0, 9).Result()
+		if err != nil {
+			return Reply{Status: 500}
+		}
+		pipe := t.c.Pipeline()
+		bodies := make([]*goredis.MapStringStringCmd, len(ids))
+		for i, id := range ids {
+			bodies[i] = pipe.HGetAll(ctx, t.key("post", id))
+		}
+		if len(ids) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return Reply{Status: 500}
+			}
+		}
+		rep := Reply{Status: 200}
+		for i, b := range bodies {
+			if len(b.Val()) > 0 {
+				rep.Feed = append(rep.Feed, ids[i])
+			}
+		}
+		return rep
+	case OpPost:
+		n, err := t.c.Incr(ctx, t.key("seq")).Result()
+		if err != nil {
+			return Reply{Status: 500}
+		}
+		id := strconv.FormatInt(n, 10)
+		followers, err := t.c.SMembers(ctx, t.key("followers", u)).Result()
+		if err != nil {
+			return Reply{Status: 500}
+		}
+		pipe := t.c.Pipeline()
+		pipe.HSet(ctx, t.key("post", id), "author", u, "text", r.Text, "created_at", time.Now().UnixMilli())
+		pipe.LPush(ctx, t.key("posts", u), id)
+		for _, f := range append(followers, strconv.Itoa(u)) {
+			pipe.LPush(ctx, t.key("tl", f), id)
+			pipe.LTrim(ctx, t.key("tl", f), 0, 799)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return Reply{Status: 500}
+		}
+		return Reply{Status: 201, PostID: id}
+	case OpFollow, OpUnfollow:
+		pipe := t.c.Pipeline()
+		if r.Op == OpFollow {
+			pipe.SAdd(ctx, t.key("followers", r.Other), u)
+			pipe.SAdd(ctx, t.key("following", u), r.Other)
+		} else {
+			pipe.SRem(ctx, t.key("followers", r.Other), u)
+			pipe.SRem(ctx, t.key("following", u), r.Other)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return Reply{Status: 500}
+		}
+		return Reply{Status: 200}
+	case OpLike:
+		if err := t.c.SAdd(ctx, t.key("likes", r.PostID), u).Err(); err != nil {
+			return Reply{Status: 500}
+		}
+		return Reply{Status: 200}
+	case OpDelete:
+		if err := t.c.Del(ctx, t.key("post", r.PostID)).Err(); err != nil {
+			return Reply{Status: 500}
+		}
+		return Reply{Status: 204}
+	}
+	return Reply{Status: 400}
+}
