@@ -30,6 +30,11 @@ if [ -z "${ROOKERY_TEST_REDIS_ADDR:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 
 	exit 1
 fi
 
+if [ -z "${ROOKERY_TEST_POSTGRES_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
+	echo "test.sh: PostgreSQL is not answering on 127.0.0.1:5432 (start it: see README, Test it)" >&2
+	exit 1
+fi
+
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
 echo "== go test -race ${args[*]}"
