@@ -43,6 +43,11 @@ func newBenchWorld(b *testing.B, timelines string, threshold int) *benchWorld {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
+	return newBenchWorldOn(b, db, timelines, threshold)
+}
+
+func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold int) *benchWorld {
+	var err error
 	w := &benchWorld{tab: db}
 	switch timelines {
 	case "table":

@@ -19,7 +19,8 @@ type Graph struct {
 	Edges [][2]int32
 }
 
-// Read reads the graph in path: a DeathStarBench graph when path ends in .edges or .nodes (the
+// Read reads the graph in path: a generated one when path is a synthetic spec (ParseSynthetic), a
+// DeathStarBench graph when path ends in .edges or .nodes (the
 // other file beside it; its pairs are undirected, so symmetric should be true to follow both ways
 // as DeathStarBench loads it), else a SNAP edge list, gzipped if it ends in .gz (sparse ids are
 // remapped to dense ones in ascending order). With symmetric, every edge is also added reversed.
@@ -28,6 +29,11 @@ func Read(path string, symmetric bool) (Graph, error) {
 	var g Graph
 	var err error
 	switch {
+	case strings.HasPrefix(path, "synthetic:"):
+		var s Synthetic
+		if s, err = ParseSynthetic(path); err == nil {
+			g = s.Generate()
+		}
 	case strings.HasSuffix(path, ".edges"), strings.HasSuffix(path, ".nodes"):
 		g, err = readDSB(strings.TrimSuffix(strings.TrimSuffix(path, ".edges"), ".nodes"))
 	default:

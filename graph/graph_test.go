@@ -74,3 +74,39 @@ func TestDeathStarBenchFormat(t *testing.T) {
 		t.Fatal("a node past the count: no error")
 	}
 }
+
+func TestSyntheticGraphs(t *testing.T) {
+	g1, err := graph.Read("synthetic:nodes=20000,follows=10,hubs=2,hub-followers=15000,seed=5", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, _ := graph.Read("synthetic:nodes=20000,follows=10,hubs=2,hub-followers=15000,seed=5", false)
+	if !slices.Equal(g1.Edges, g2.Edges) {
+		t.Fatal("the same spec and seed gave two graphs")
+	}
+	f := g1.Followers()
+	if f[0] < 15000 || f[1] < 15000 {
+		t.Fatalf("hubs have %d and %d followers; want at least 15000", f[0], f[1])
+	}
+	// Power law: the non-hub followers are very unequal (the top 1% hold far more than 1%).
+	rest := slices.Clone(f[2:])
+	slices.Sort(rest)
+	top, total := 0, 0
+	for i, n := range rest {
+		total += n
+		if i >= len(rest)*99/100 {
+			top += n
+		}
+	}
+	if mean := float64(total) / float64(g1.Nodes); mean < 7 || mean > 13 {
+		t.Fatalf("mean follows %.1f; want about 10", mean)
+	}
+	if share := float64(top) / float64(total); share < 0.2 {
+		t.Fatalf("the top 1%% hold %.0f%% of follows; want a power law", 100*share)
+	}
+	for _, bad := range []string{"synthetic:nodes=1", "synthetic:skew=0.5", "synthetic:colour=red", "synthetic:hubs=3,hub-followers=20000,nodes=100"} {
+		if _, err := graph.Read(bad, false); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package app_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/table/dynamo"
+	"github.com/rookery/rookery/table/dynamo/dynamotest"
+)
+
+// BenchmarkDynamoCost reports the DynamoDB capacity units each operation costs end to end: the
+// request and everything the pipeline does because of it (outbox relay, fan-out, cleanup,
+// counters, notifications), measured on DynamoDB Local, which reports consumed capacity like
+// DynamoDB. Figures beside seed 004's estimates are in docs/performance.md.
+//
+//	go test -run '^$' -bench DynamoCost -benchtime 5x ./app
+func BenchmarkDynamoCost(b *testing.B) {
+	client := dynamotest.Client(b)
+	var mu sync.Mutex
+	var rcu, wcu float64
+	db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(b, client, app.Schema), Schema: app.Schema,
+		Clock: rookery.SystemClock, CursorKey: []byte("k"), Capacity: func(_ string, r, w float64) {
+			mu.Lock()
+			rcu, wcu = rcu+r, wcu+w
+			mu.Unlock()
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := newBenchWorldOn(b, db, "table", 0)
+	w.run(b)
+	const followers = 100
+	w.users(b, "author", 1)
+	for _, f := range w.users(b, "f", followers) {
+		if _, err := w.a.Follow(server, f, "author0"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.a.Feed(as(f), "", 20); err != nil { // the timeline exists
+			b.Fatal(err)
+		}
+	}
+	for i := range 25 {
+		if _, _, err := w.a.CreatePost(as("author0"), app.PostInput{Text: fmt.Sprintf("post %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.drain(b)
+	snapshot := func() (float64, float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		return rcu, wcu
+	}
+	// measure runs prepare (not counted), then op and the pipeline's work after it (counted).
+	measure := func(name string, prepare, op func(i int)) {
+		b.Run(name, func(b *testing.B) {
+			var r, wr float64
+			for i := range b.N {
+				if prepare != nil {
+					prepare(i)
+					w.drain(b)
+				}
+				r0, w0 := snapshot()
+				op(i)
+				w.drain(b)
+				r1, w1 := snapshot()
+				r, wr = r+r1-r0, wr+w1-w0
+			}
+			b.ReportMetric(r/float64(b.N), "RCU/op")
+			b.ReportMetric(wr/float64(b.N), "WCU/op")
+		})
+	}
+	measure("feed page of 20", nil, func(int) {
+		if p, err := w.a.Feed(as("f1"), "", 20); err != nil || len(p.Items) != 20 {
+			b.Fatal(len(p.Items), err)
+		}
+	})
+	post := func(text string) string {
+		p, _, err := w.a.CreatePost(as("author0"), app.PostInput{Text: text})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p.ID
+	}
+	measure(fmt.Sprintf("post fanned out to %d followers", followers), nil, func(i int) { post(fmt.Sprintf("new %d", i)) })
+	var target string
+	measure(fmt.Sprintf("delete of a post held by %d timelines", followers+1),
+		func(i int) { target = post(fmt.Sprintf("to delete %d", i)) },
+		func(int) {
+			if err := w.a.DeletePost(as("author0"), target); err != nil {
+				b.Fatal(err)
+			}
+		})
+	measure("like", func(i int) { target = post(fmt.Sprintf("to like %d", i)) }, func(int) {
+		if err := w.a.LikePost(as("f2"), target, "f2"); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
