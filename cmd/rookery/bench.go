@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		target, pgURL, baseRedis, baseName string
 		symmetric, load, sweep             bool
 		rate, lagSample                    float64
-		duration, bound                    time.Duration
+		duration, bound, warmup            time.Duration
 		steps, conns                       int
 		seed                               uint64
 	)
@@ -65,14 +66,14 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				defer pt.Close()
+				defer pt.Drop(context.Background()) // reloaded with the graph on every run
 				if err := pt.Load(cmd.Context(), g, stderr); err != nil {
 					return err
 				}
 				t = pt
 			case "redis-list":
 				rt := bench.NewRedisListTarget(baseRedis, baseName)
-				defer rt.Close()
+				defer func() { rt.Drop(context.Background()); rt.Close() }()
 				if err := rt.Load(cmd.Context(), g, stderr); err != nil {
 					return err
 				}
@@ -82,6 +83,14 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			}
 			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr}
 			var results []bench.Result
+			if warmup > 0 {
+				fmt.Fprintf(stderr, "bench: warming up for %v (not measured)\n", warmup)
+				wc := bc
+				wc.Duration, wc.Progress = warmup, nil
+				if _, err := bench.Run(cmd.Context(), t, wc); err != nil {
+					return err
+				}
+			}
 			if sweep {
 				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps)
 			} else {
@@ -129,6 +138,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&users, "users", "uniform", "who acts: uniform, zipf, or followers (in proportion to followers)")
 	f.Float64Var(&rate, "rate", 200, "target requests per second (the first rate of a sweep)")
 	f.DurationVar(&duration, "duration", 30*time.Second, "how long to send (each step of a sweep)")
+	f.DurationVar(&warmup, "warmup", 0, "run the mix this long first, unmeasured (timelines built, caches warm)")
 	f.Float64Var(&lagSample, "lag-sample", 0.05, "share of posts whose fan-out lag is probed")
 	f.BoolVar(&sweep, "sweep", false, "raise the rate until a p99 passes --p99-bound or errors pass 1%")
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
