@@ -272,3 +272,53 @@ func JSON(out io.Writer, v any) error {
 	e.SetIndent("", "  ")
 	return e.Encode(v)
 }
+
+// Run files (rookery bench --out) hold the mix, the graph's size and the results.
+type RunFile struct {
+	Mix        string   `json:"mix"`
+	Users      string   `json:"users"`
+	GraphNodes int      `json:"graph_nodes"`
+	GraphEdges int      `json:"graph_edges"`
+	Results    []Result `json:"results"`
+}
+
+// Compare writes, for each operation, every run's p50 and p99 and their ratio to the first run's
+// (the first result of each file): how many times slower (>1) or faster (<1) than the baseline.
+func Compare(out io.Writer, names []string, runs []RunFile) {
+	if len(runs) == 0 {
+		return
+	}
+	var ops []string
+	for _, r := range runs {
+		if len(r.Results) == 0 {
+			continue
+		}
+		for op := range r.Results[0].Ops {
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+	}
+	sort.Strings(ops)
+	fmt.Fprintf(out, "%-11s %-28s %9s %9s %10s %10s\n", "op", "run", "p50 ms", "p99 ms", "p50 ratio", "p99 ratio")
+	for _, op := range ops {
+		base := runs[0].Results[0].Ops[op]
+		for i, r := range runs {
+			if len(r.Results) == 0 || r.Results[0].Ops[op] == nil {
+				continue
+			}
+			o := r.Results[0].Ops[op]
+			ratio := func(a, b float64) string {
+				if base == nil || b == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.2fx", a/b)
+			}
+			var b50, b99 float64
+			if base != nil {
+				b50, b99 = base.P50, base.P99
+			}
+			fmt.Fprintf(out, "%-11s %-28s %9.2f %9.2f %10s %10s\n", op, names[i], o.P50, o.P99, ratio(o.P50, b50), ratio(o.P99, b99))
+		}
+	}
+}

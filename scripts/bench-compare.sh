@@ -39,3 +39,8 @@ for target in postgres redis-list; do
 	bin/rookery bench --graph "$graph" --target "$target" --baseline-name "rookerybench$$" \
 		--out "bench-results/$name-$target.json" "$@"
 done
+r=bench-results/$name
+for base in postgres redis-list; do
+	echo "== ratios to the $base baseline"
+	bin/rookery bench report "$r-$base.json" "$r-rookery-table.json" "$r-rookery-redis.json"
+done

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,7 +120,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 					return ferr
 				}
 				defer f.Close()
-				if jerr := bench.JSON(f, map[string]any{"mix": mix, "users": users, "graph_nodes": g.Nodes, "graph_edges": len(g.Edges), "results": results}); jerr != nil {
+				if jerr := bench.JSON(f, bench.RunFile{Mix: mix, Users: users, GraphNodes: g.Nodes, GraphEdges: len(g.Edges), Results: results}); jerr != nil {
 					return jerr
 				}
 			}
@@ -148,5 +151,30 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
 	cfg.addStoreFlags(f)
 	cfg.addAuthFlags(f)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "report BASELINE.json RUN.json...",
+		Short: "Compare runs written by --out: p50 and p99 per operation, as ratios to the first file",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var runs []bench.RunFile
+			for _, a := range args {
+				b, err := os.ReadFile(a)
+				if err != nil {
+					return err
+				}
+				var r bench.RunFile
+				if err := json.Unmarshal(b, &r); err != nil {
+					return fmt.Errorf("%s: %w", a, err)
+				}
+				runs = append(runs, r)
+			}
+			names := make([]string, len(args))
+			for i, a := range args {
+				names[i] = strings.TrimSuffix(filepath.Base(a), ".json")
+			}
+			bench.Compare(stdout, names, runs)
+			return nil
+		},
+	})
 	return cmd
 }

@@ -499,6 +499,9 @@ func TestBenchCommand(t *testing.T) {
 	if r.Requests < 20 || r.ErrorRate != 0 || r.Ops["feed"].Count == 0 || len(r.Ops["feed"].Errors) != 0 {
 		t.Fatalf("results: %s", b)
 	}
+	if rep := command(t, nil, "bench", "report", out, out); !strings.Contains(rep, "1.00x") || !strings.Contains(rep, "feed") {
+		t.Fatalf("report:\n%s", rep)
+	}
 	// A sweep stops at the bound and names the knee.
 	sw := command(t, nil, "bench", "--graph", g, "--server", srv.url, "--data-dir", dir,
 		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
