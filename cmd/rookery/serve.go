@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -28,6 +29,7 @@ type serveConfig struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	pprofAddr       string
 }
 
 func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
@@ -46,6 +48,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
@@ -150,6 +153,20 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	// Scripts and tests read this line to learn the address (with --addr 127.0.0.1:0, the port).
 	fmt.Fprintf(stdout, "rookery %s listening on http://%s (store %s, events %s, role %s)\n", version, ln.Addr(), cfg.store, sc.events.backend, sc.role)
+
+	if sc.pprofAddr != "" {
+		pl, err := net.Listen("tcp", sc.pprofAddr)
+		if err != nil {
+			return fmt.Errorf("--pprof-addr: %w", err)
+		}
+		defer pl.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go http.Serve(pl, mux)
+		log.Info("profiler listening", "addr", pl.Addr().String())
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
