@@ -69,7 +69,8 @@ func (p *PostgresTarget) Load(ctx context.Context, g graph.Graph, progress io.Wr
 	if _, err := p.pool.CopyFrom(ctx, pgx.Identifier{"follows"}, []string{"follower", "followee"}, pgx.CopyFromRows(follows)); err != nil {
 		return err
 	}
-	_, err := p.pool.Exec(ctx, `ANALYZE users; ANALYZE follows`)
+	// Statistics for the planner, and a checkpoint so that flushing the load does not stall the run.
+	_, err := p.pool.Exec(ctx, `VACUUM ANALYZE users; VACUUM ANALYZE follows; CHECKPOINT`)
 	fmt.Fprintf(progress, "postgres baseline: loaded %d users and %d follows into schema %s\n", g.Nodes, len(g.Edges), p.schema)
 	return err
 }
