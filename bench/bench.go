@@ -75,7 +75,7 @@ type Config struct {
 	Prefix   string        // the imported users' prefix (UserID)
 	Seed     uint64
 	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
-	// read every 20 ms until the post is there (at most 10 s).
+	// read every 5 ms until the post is there (at most 10 s).
 	LagSample float64
 	Progress  io.Writer // a line a second; nil for none
 }

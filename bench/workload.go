@@ -154,7 +154,7 @@ func (w *workload) text(author int) string {
 	return b.String()
 }
 
-// probeLag reads the feeds of up to 3 of author's followers every 20 ms until each holds post
+// probeLag reads the feeds of up to 3 of author's followers every 5 ms until each holds post
 // (at most 10 s), and records the time from accepted to the last one seeing it.
 func (w *workload) probeLag(ctx context.Context, t Target, rec *recorder, author int, post string, accepted time.Time) {
 	w.mu.Lock()
@@ -178,7 +178,7 @@ func (w *workload) probeLag(ctx context.Context, t Target, rec *recorder, author
 				rec.mu.Unlock()
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	rec.record(OpFanout, time.Since(accepted), 200)
