@@ -88,6 +88,9 @@ func (w *workload) next() Request {
 		r.Text = w.text(r.User)
 	case OpFollow:
 		r.Other = w.rng.IntN(w.cfg.Graph.Nodes)
+		if r.Other == r.User { // nobody follows themselves
+			r.Other = (r.Other + 1) % w.cfg.Graph.Nodes
+		}
 	case OpUnfollow:
 		if len(w.cfg.Graph.Edges) > 0 {
 			e := w.cfg.Graph.Edges[w.rng.IntN(len(w.cfg.Graph.Edges))]
