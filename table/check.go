@@ -382,6 +382,9 @@ func CheckWrites(op rookery.Op, schema Schema, writes []Write) ([]Write, error) 
 		if err == nil {
 			err = CheckConds(op, w.Conds)
 		}
+		if err == nil && w.Immutable && (w.Kind != WritePut || len(w.Conds) > 0) {
+			err = rookery.Errorf(op, rookery.Invalid, "write %d: only a put without conditions can be immutable", i)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -275,10 +275,19 @@ type Write struct {
 	Key    Key    // WriteUpdate, WriteDelete, WriteCheck
 	Update Update // WriteUpdate
 	Conds  []Cond
+	// Immutable (a put without conditions only) promises that an item already stored at this key,
+	// if any, has the same index key attributes and TTL: the item is a pure function of its key, as
+	// a timeline entry is. A backend may then skip reading the old item. Breaking the promise
+	// leaves stale index entries.
+	Immutable bool
 }
 
 // PutWrite is a transactional Put.
 func PutWrite(item Item, conds ...Cond) Write { return Write{Kind: WritePut, Item: item, Conds: conds} }
+
+// ImmutablePutWrite is a transactional Put of an item that is a pure function of its key (see
+// Write.Immutable).
+func ImmutablePutWrite(item Item) Write { return Write{Kind: WritePut, Item: item, Immutable: true} }
 
 // UpdateWrite is a transactional Update.
 func UpdateWrite(k Key, u Update, conds ...Cond) Write {

@@ -282,6 +282,16 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 	defer b.Close()
 	now := d.now()
 	for i, w := range writes {
+		if w.Immutable {
+			// Its index entries and TTL entry, if it is stored already, are the ones it writes.
+			if err := d.replace(b, keys[i], nil, w.Item); err != nil {
+				return rookery.E(op, rookery.Internal, err)
+			}
+			if written != nil {
+				written(i, w.Item)
+			}
+			continue
+		}
 		old, err := d.read(op, keys[i])
 		if err != nil {
 			return err

@@ -768,6 +768,36 @@ func testTransactLimits(e *env) {
 	e.wantAbsent(key("tx", "d"))
 }
 
+func testImmutablePuts(e *env) {
+	ttl := e.clock.Now().Add(time.Hour).Unix()
+	entry := func(i int) table.Write {
+		return table.ImmutablePutWrite(item("imm", fmt.Sprintf("%02d", i), "GSI1PK", "IMM", "GSI1SK", fmt.Sprintf("%02d", i), table.TTL, ttl))
+	}
+	for range 3 { // a redelivered fan-out writes the same entries again
+		if err := e.tab.TransactWrite(ctx, []table.Write{entry(1), entry(2), entry(3)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if got := e.all(table.Query{Index: "GSI1", PK: "IMM"}, 10, table.SK); len(got) != 3 {
+		e.t.Fatalf("index entries after writing 3 immutable items 3 times: %v", got)
+	}
+	if got := e.get(key("imm", "02")); got.String("GSI1SK") != "02" {
+		e.t.Fatalf("immutable item = %v", got)
+	}
+	if err := e.tab.TransactWrite(ctx, []table.Write{table.DeleteWrite(key("imm", "02"))}); err != nil {
+		e.t.Fatal(err)
+	}
+	if got := e.all(table.Query{Index: "GSI1", PK: "IMM"}, 10, table.SK); len(got) != 2 {
+		e.t.Fatalf("index entries after a delete: %v", got)
+	}
+	bad := entry(4)
+	bad.Conds = []table.Cond{table.NotExists(table.PK)}
+	e.wantKind("an immutable put with a condition", e.tab.TransactWrite(ctx, []table.Write{bad}), rookery.Invalid)
+	upd := table.UpdateWrite(key("imm", "01"), table.Update{Set: map[string]any{"a": "b"}})
+	upd.Immutable = true
+	e.wantKind("an immutable update", e.tab.TransactWrite(ctx, []table.Write{upd}), rookery.Invalid)
+}
+
 func testTransactConcurrent(e *env) {
 	// Each transaction moves one unit from x to y only if x has one; x+y stays 40.
 	e.put(item("inv", "x", "n", int64(40)))

@@ -47,8 +47,12 @@ type Store struct {
 
 var _ timeline.Store = (*Store)(nil)
 
-// trimEvery: a push trims a given timeline once in this many pushes on average.
-const trimEvery = 16
+// trimEvery: a push trims a given timeline once in this many pushes on average. A trim reads the
+// whole timeline (up to cap + the pushes since the last trim), so trimming once in 16 pushes cost
+// about 50 item reads per push of a full timeline, which swamped fan-out under a write-heavy load;
+// once in 256 costs about 4, and a timeline holds at most about cap + 256 entries (more only by
+// chance), the oldest of which reads skip past harmlessly.
+const trimEvery = 256
 
 // New returns a Store on t.
 func New(t table.Table, o Options) *Store {
@@ -73,6 +77,8 @@ func feedPK(user string) string { return "FEED#" + user }
 
 func entrySK(e timeline.Entry) string { return fmt.Sprintf("%013d#%s", e.At.UnixMilli(), e.PostID) }
 
+// entryItem is user's entry for e: a pure function of its key (the post fixes its author and time),
+// so it is written as an immutable put, without reading what is there (a redelivered push).
 func (s *Store) entryItem(user string, e timeline.Entry) table.Item {
 	return table.Item{
 		table.PK: feedPK(user), table.SK: entrySK(e), "post_id": e.PostID, "author_id": e.AuthorID,
@@ -121,7 +127,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 			if m == nil {
 				continue // no timeline: it is built on its next read
 			}
-			writes = append(writes, table.PutWrite(s.entryItem(chunk[i], e)))
+			writes = append(writes, table.ImmutablePutWrite(s.entryItem(chunk[i], e)))
 			if trimDue(chunk[i], e.PostID) {
 				trim = append(trim, chunk[i])
 			}
@@ -273,7 +279,7 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	es := newest(entries, s.cap)
 	writes := []table.Write{table.PutWrite(s.markerItem(user))}
 	for _, e := range es {
-		writes = append(writes, table.PutWrite(s.entryItem(user, e)))
+		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
 	}
 	return s.write(ctx, writes)
 }
@@ -307,7 +313,7 @@ func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) 
 	}
 	var writes []table.Write
 	for _, e := range newest(entries, s.cap) {
-		writes = append(writes, table.PutWrite(s.entryItem(user, e)))
+		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
 	}
 	if err := s.write(ctx, writes); err != nil {
 		return err
