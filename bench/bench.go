@@ -50,6 +50,7 @@ type Request struct {
 	Other  int    // follow, unfollow: the other user
 	PostID string // like, delete
 	Text   string // post
+	Media  int    // post: how many media references it carries
 }
 
 // Reply is what a Target answers: the HTTP status (or 0 for a transport error) and, for a post,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -38,7 +39,11 @@ func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 		method, path = http.MethodGet, "/v1/users/"+u+"/posts?limit=10"
 	case OpPost:
 		method, path = http.MethodPost, "/v1/posts"
-		body, _ = json.Marshal(map[string]string{"text": r.Text})
+		media := make([]map[string]string, r.Media)
+		for i := range media {
+			media[i] = map[string]string{"id": fmt.Sprintf("m%d-%d", r.User, i), "type": "image"}
+		}
+		body, _ = json.Marshal(map[string]any{"text": r.Text, "media": media})
 	case OpFollow:
 		method, path = http.MethodPut, "/v1/users/"+u+"/following/"+UserID(h.Prefix, r.Other)
 	case OpUnfollow:

@@ -85,7 +85,7 @@ func (w *workload) next() Request {
 	r := Request{Op: op, User: w.user()}
 	switch op {
 	case OpPost:
-		r.Text = w.text(r.User)
+		r.Text, r.Media = w.text(r.User), 1+w.rng.IntN(5)
 	case OpFollow:
 		r.Other = w.rng.IntN(w.cfg.Graph.Nodes)
 		if r.Other == r.User { // nobody follows themselves
@@ -98,7 +98,7 @@ func (w *workload) next() Request {
 		}
 	case OpLike, OpDelete:
 		if len(w.recent) == 0 {
-			r.Op, r.Text = OpPost, w.text(r.User) // nothing to like or delete yet
+			r.Op, r.Text, r.Media = OpPost, w.text(r.User), 1+w.rng.IntN(5) // nothing to like or delete yet
 			break
 		}
 		p := w.recent[w.rng.IntN(len(w.recent))]
@@ -139,7 +139,7 @@ func (w *workload) sampleLag() bool {
 const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // text is DeathStarBench's compose shape: 256 random alphanumerics, 1-6 mentions of other users,
-// 1-6 URLs of 64 random characters (about 560 characters).
+// 1-6 URLs of 64 random characters (about 560 characters); the post also carries 1-5 media ids.
 func (w *workload) text(author int) string {
 	var b strings.Builder
 	for range 256 {
