@@ -41,6 +41,8 @@ var Mixes = map[string]map[string]float64{
 	"like":        {OpLike: 0.6, OpFeed: 0.3, OpPost: 0.1},
 	"delete":      {OpPost: 0.4, OpDelete: 0.3, OpFeed: 0.3},
 	"write-heavy": {OpPost: 0.5, OpLike: 0.3, OpFollow: 0.1, OpFeed: 0.1},
+	"feed":        {OpFeed: 1}, // issue 5's read target
+	"post":        {OpPost: 1}, // issue 5's fan-out lag target (with --users followers)
 }
 
 // Request is one operation for a Target.

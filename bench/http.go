@@ -17,14 +17,16 @@ type HTTPTarget struct {
 	Base   string // the server's base URL
 	Token  string // a server-scope token
 	Prefix string // the imported users' prefix
-	Client *http.Client
+	// FeedLimit is the page size of feed and user-posts reads (DeathStarBench reads 10).
+	FeedLimit int
+	Client    *http.Client
 }
 
 // NewHTTPTarget returns a target with a client that keeps conns connections open.
 func NewHTTPTarget(base, token, prefix string, conns int) *HTTPTarget {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = conns, conns
-	return &HTTPTarget{Base: strings.TrimRight(base, "/"), Token: token, Prefix: prefix, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &HTTPTarget{Base: strings.TrimRight(base, "/"), Token: token, Prefix: prefix, FeedLimit: 10, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // Do implements Target.
@@ -34,9 +36,9 @@ func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 	var body []byte
 	switch r.Op {
 	case OpFeed:
-		method, path = http.MethodGet, "/v1/feed?limit=10"
+		method, path = http.MethodGet, fmt.Sprintf("/v1/feed?limit=%d", h.FeedLimit)
 	case OpUser:
-		method, path = http.MethodGet, "/v1/users/"+u+"/posts?limit=10"
+		method, path = http.MethodGet, fmt.Sprintf("/v1/users/%s/posts?limit=%d", u, h.FeedLimit)
 	case OpPost:
 		method, path = http.MethodPost, "/v1/posts"
 		media := make([]map[string]string, r.Media)

@@ -60,8 +60,9 @@ type Runner struct {
 	Logger *slog.Logger
 	Stats  Stats
 	// Age, if set, is told for each event handled successfully the time from its occurrence to the
-	// end of its handling: end-to-end lag (for the fan-out group, a post's fan-out lag).
-	Age func(group string, age time.Duration)
+	// end of its handling: end-to-end lag (for the fan-out group and PostCreated, a post's fan-out
+	// lag).
+	Age func(group, eventType string, age time.Duration)
 }
 
 // Run runs c until ctx ends, then returns nil; it returns an error only if it cannot subscribe.
@@ -124,7 +125,7 @@ type worker struct {
 	log   *slog.Logger
 	clock rookery.Clock
 	stats Stats
-	age   func(group string, age time.Duration)
+	age   func(group, eventType string, age time.Duration)
 
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
@@ -161,7 +162,7 @@ func (w *worker) handle(ctx context.Context, d Delivery) {
 		}
 		w.stats(w.c.Group, Processed, took)
 		if w.age != nil {
-			w.age(w.c.Group, w.clock.Now().Sub(ev.OccurredAt.Time))
+			w.age(w.c.Group, ev.Type, w.clock.Now().Sub(ev.OccurredAt.Time))
 		}
 	case rookery.IsKind(err, rookery.Unavailable) && d.Attempt() < w.c.MaxAttempts:
 		w.failed()

@@ -26,7 +26,7 @@ type Metrics struct {
 
 	ConsumerEvents     *prometheus.CounterVec   // group, outcome
 	ConsumerLatency    *prometheus.HistogramVec // group
-	EventAge           *prometheus.HistogramVec // group
+	EventAge           *prometheus.HistogramVec // group, type
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 }
@@ -69,9 +69,9 @@ func New() *Metrics {
 	}, []string{"group"})
 	m.EventAge = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rookery_event_age_at_handling_seconds",
-		Help:    "Time from an event's occurrence to the end of its handling, by consumer group; for fanout, the fan-out lag (post accepted to in every follower's timeline).",
+		Help:    "Time from an event's occurrence to the end of its handling, by consumer group and event type; for fanout and PostCreated, the fan-out lag (post accepted to in every follower's timeline).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
-	}, []string{"group"})
+	}, []string{"group", "type"})
 	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rookery_consumer_lag_events",
 		Help: "Events appended but not yet handled, by consumer group.",
@@ -118,8 +118,8 @@ func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
 }
 
 // ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).
-func (m *Metrics) ObserveEventAge(group string, age time.Duration) {
-	m.EventAge.WithLabelValues(group).Observe(age.Seconds())
+func (m *Metrics) ObserveEventAge(group, eventType string, age time.Duration) {
+	m.EventAge.WithLabelValues(group, eventType).Observe(age.Seconds())
 }
 
 // SetLag records how far group is behind.

@@ -25,7 +25,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		symmetric, load, sweep             bool
 		rate, lagSample                    float64
 		duration, bound, warmup            time.Duration
-		steps, conns                       int
+		steps, conns, feedLimit            int
 		seed                               uint64
 	)
 	cmd := &cobra.Command{
@@ -37,12 +37,12 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			"from each request's intended send time, into HDR histograms per operation; fan-out lag is\n" +
 			"probed on a sample of posts. Prints a table; --out writes everything as JSON. --sweep raises\n" +
 			"the rate by half each step until a p99 passes --p99-bound or errors pass 1% (the knee).\n" +
-			"Mixes: dsb (60% feed, 30% user posts, 10% post), follow, like, delete, write-heavy.",
+			"Mixes: dsb (60% feed, 30% user posts, 10% post), follow, like, delete, write-heavy, feed, post.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, ok := bench.Mixes[mix]
 			if !ok {
-				return fmt.Errorf("--mix must be dsb, follow, like, delete or write-heavy, not %q", mix)
+				return fmt.Errorf("--mix must be dsb, follow, like, delete, write-heavy, feed or post, not %q", mix)
 			}
 			if cmd.Flags().Lookup("graph").Value.String() == "" {
 				return errors.New("--graph is required")
@@ -63,7 +63,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 						return err
 					}
 				}
-				t = bench.NewHTTPTarget(server, c.token, prefix, conns)
+				ht := bench.NewHTTPTarget(server, c.token, prefix, conns)
+				ht.FeedLimit = feedLimit
+				t = ht
 			case "postgres":
 				pt, err := bench.NewPostgresTarget(cmd.Context(), pgURL, baseName, 64)
 				if err != nil {
@@ -137,7 +139,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&baseRedis, "baseline-redis-addr", "127.0.0.1:6379", "the Redis of --target redis-list")
 	f.StringVar(&baseName, "baseline-name", "rookery_baseline", "the baselines' schema (PostgreSQL) or key prefix (Redis); reloaded with the graph on every run")
 	f.StringVar(&prefix, "prefix", "g", "the imported users' prefix")
-	f.StringVar(&mix, "mix", "dsb", "workload mix: dsb, follow, like, delete or write-heavy")
+	f.StringVar(&mix, "mix", "dsb", "workload mix: dsb, follow, like, delete, write-heavy, feed (reads only) or post (posts only)")
 	f.StringVar(&users, "users", "uniform", "who acts: uniform, zipf, or followers (in proportion to followers)")
 	f.Float64Var(&rate, "rate", 200, "target requests per second (the first rate of a sweep)")
 	f.DurationVar(&duration, "duration", 30*time.Second, "how long to send (each step of a sweep)")
@@ -147,6 +149,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
 	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
+	f.IntVar(&feedLimit, "feed-limit", 10, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
 	cfg.addStoreFlags(f)

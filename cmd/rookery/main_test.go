@@ -419,7 +419,7 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
-			if !strings.Contains(string(b), `rookery_event_age_at_handling_seconds_count{group="fanout"}`) {
+			if !strings.Contains(string(b), `rookery_event_age_at_handling_seconds_count{group="fanout",type="PostCreated"}`) {
 				t.Fatal("/metrics has no fan-out lag")
 			}
 		})
