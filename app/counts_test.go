@@ -75,7 +75,7 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 				}
 				posts[i] = p.ID
 			}
-			eventstest.RunPipeline(t, outbox, log, a.Consumers())
+			pipeline := eventstest.RunPipeline(t, outbox, log, a.Consumers())
 
 			ops := 400
 			if name == "dynamodb" {
@@ -112,19 +112,7 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 			}
 			hammer.Wait()
 
-			// Drain: the outbox is empty and the counters group has handled everything.
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				n, _ := outbox.Pending(ctx, 1)
-				lag, _, _ := raw.Lag(ctx, app.CountersGroup)
-				if n == 0 && lag == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("pipeline did not drain: outbox %d, lag %d", n, lag)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			pipeline.Drain(t, 60*time.Second) // the outbox is empty and every group has handled everything
 			followers, following := make([]int64, users), make([]int64, users)
 			edges := 0
 			for i := range users {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -130,15 +129,11 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 	} else if err != nil {
 		return err
 	}
-	page, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: followMerge})
+	entries, more, err := a.queryAuthorPosts(ctx, author, timeline.Entry{}, followMerge)
 	if err != nil {
 		return err
 	}
-	entries := make([]timeline.Entry, len(page.Items))
-	for i, it := range page.Items {
-		entries[i] = timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()}
-	}
-	if page.Next != "" && len(entries) > 0 {
+	if more {
 		if err := a.timelines.DropOlder(ctx, reader, entries[len(entries)-1]); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 	}
 	t.Cleanup(func() { raw.Close() })
 	log := eventstest.Twice(raw)
-	tl := tablestore.New(tab, tablestore.Options{Cap: 50})
+	tl := tablestore.New(tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
 	var seq atomic.Int64
 	outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
 	a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock, Timelines: tl, CelebrityThreshold: 2,

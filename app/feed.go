@@ -123,31 +123,25 @@ type feedRead struct {
 	a      *App
 	reader string
 
-	rebuilt   bool
+	rebuilt   bool     // the timeline was rebuilt in this request (once at most)
+	pulling   bool     // the stored timeline has nothing older than the position reached: pull
 	following []string // nil until loaded
 	celebs    []string // the followed celebrities; nil until loaded
-	loaded    bool
 }
 
 // candidates returns references to the posts older than before, newest first, that may be in the
 // feed, complete down to floor; done means there is nothing older than floor (or than the last).
 func (r *feedRead) candidates(ctx context.Context, before timeline.Entry, n int) (refs []timeline.Entry, floor timeline.Entry, done bool, err error) {
-	if stored, ok, err := r.storedPage(ctx, before, n); err != nil {
-		return nil, floor, false, err
-	} else if ok && len(stored) > 0 {
-		// Timeline mode: the stored page, the followed celebrities and the reader's own posts.
-		if err := r.loadCelebrities(ctx); err != nil {
-			return nil, floor, false, err
-		}
-		pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n)
+	if !r.pulling {
+		stored, ok, err := r.storedPage(ctx, before, n)
 		if err != nil {
 			return nil, floor, false, err
 		}
-		floor = stored[len(stored)-1] // below it the timeline says nothing
-		if pfloor.PostID != "" && floor.Older(pfloor) {
-			floor = pfloor
+		// Positions only go down within a request: once the timeline has nothing older, it never will.
+		r.pulling = !ok || len(stored) == 0
+		if !r.pulling {
+			return r.withStored(ctx, stored, before, n)
 		}
-		return above(append(stored, pulled...), floor), floor, false, nil
 	}
 	// Pull mode: everyone followed, and the reader.
 	if err := r.loadFollowing(ctx); err != nil {
@@ -158,6 +152,23 @@ func (r *feedRead) candidates(ctx context.Context, before timeline.Entry, n int)
 		return nil, floor, false, err
 	}
 	return above(pulled, floor), floor, floor.PostID == "", nil
+}
+
+// withStored is timeline mode: a stored timeline page merged with the followed celebrities' and the
+// reader's own posts older than before, complete down to the stored page's last entry at most.
+func (r *feedRead) withStored(ctx context.Context, stored []timeline.Entry, before timeline.Entry, n int) (refs []timeline.Entry, floor timeline.Entry, done bool, err error) {
+	if err := r.loadCelebrities(ctx); err != nil {
+		return nil, floor, false, err
+	}
+	pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n)
+	if err != nil {
+		return nil, floor, false, err
+	}
+	floor = stored[len(stored)-1] // below it the timeline says nothing
+	if pfloor.PostID != "" && floor.Older(pfloor) {
+		floor = pfloor
+	}
+	return above(append(stored, pulled...), floor), floor, false, nil
 }
 
 // storedPage reads the reader's stored timeline older than before; ok is false when there is no
@@ -305,13 +316,14 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 // loadCelebrities finds which authors of the celebrity registry the reader follows (Gets, so a
 // follow made a moment ago counts).
 func (r *feedRead) loadCelebrities(ctx context.Context) error {
-	if r.loaded {
+	if r.celebs != nil {
 		return nil
 	}
 	all, err := r.a.celebrities(ctx)
 	if err != nil {
 		return err
 	}
+	celebs := []string{}
 	for chunk := range slices.Chunk(all, table.MaxBatchGet) {
 		keys := make([]table.Key, len(chunk))
 		for i, c := range chunk {
@@ -323,11 +335,11 @@ func (r *feedRead) loadCelebrities(ctx context.Context) error {
 		}
 		for i, it := range got {
 			if it != nil {
-				r.celebs = append(r.celebs, chunk[i])
+				celebs = append(celebs, chunk[i])
 			}
 		}
 	}
-	r.loaded = true
+	r.celebs = celebs
 	return nil
 }
 

@@ -28,13 +28,13 @@ import (
 //
 //	go test -run '^$' -bench 'Fanout|FeedRead' -benchtime 3x ./app
 type benchWorld struct {
-	a      *app.App
-	tl     timeline.Store
-	tab    table.Table
-	log    events.Log
-	outbox *events.Outbox
-	groups []string
-	ids    atomic.Int64
+	a        *app.App
+	tl       timeline.Store
+	tab      table.Table
+	log      events.Log
+	outbox   *events.Outbox
+	pipeline *eventstest.Pipeline
+	ids      atomic.Int64
 }
 
 func newBenchWorld(b *testing.B, timelines string, threshold int) *benchWorld {
@@ -55,15 +55,9 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{"127.0.0.1:6379"}))
 		prefix := fmt.Sprintf("rookerybench-%d", time.Now().UnixNano())
-		b.Cleanup(func() {
-			ctx := context.Background()
-			iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
-			for iter.Next(ctx) {
-				client.Del(ctx, iter.Val())
-			}
-			client.Close()
-		})
-		w.tl = tlredis.New(client, tlredis.Options{Prefix: prefix})
+		s := tlredis.New(client, tlredis.Options{Prefix: prefix})
+		b.Cleanup(func() { s.Drop(context.Background()); client.Close() })
+		w.tl = s
 	}
 	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
 	if err != nil {
@@ -79,34 +73,10 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 
 // run starts the pipeline (for the setup; the measured part calls the handlers or reads).
 func (w *benchWorld) run(b *testing.B) {
-	cs := w.a.Consumers()
-	for _, c := range cs {
-		w.groups = append(w.groups, c.Group)
-	}
-	eventstest.RunPipeline(b, w.outbox, w.log, cs)
+	w.pipeline = eventstest.RunPipeline(b, w.outbox, w.log, w.a.Consumers())
 }
 
-func (w *benchWorld) drain(b *testing.B) {
-	ctx := context.Background()
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		busy := false
-		if n, _ := w.outbox.Pending(ctx, 1); n > 0 {
-			busy = true
-		}
-		for _, g := range w.groups {
-			if n, _, _ := w.log.Lag(ctx, g); n > 0 {
-				busy = true
-			}
-		}
-		if !busy {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the pipeline did not drain")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func (w *benchWorld) drain(b *testing.B) { w.pipeline.Drain(b, 5*time.Minute) }
 
 var server = rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true})
 

@@ -88,6 +88,22 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 	if before.PostID == "" {
 		limit = max(n, recentPerUser)
 	}
+	es, more, err := a.queryAuthorPosts(ctx, author, before, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	if before.PostID == "" {
+		a.recent.put(author, recentEntry{entries: es, complete: !more, at: time.Now()})
+	}
+	if len(es) > n {
+		return es[:n], false, nil
+	}
+	return es, !more, nil
+}
+
+// queryAuthorPosts reads up to limit of author's posts older than before (zero: from the newest),
+// newest first, from the posts-by-author index; more reports that there may be older ones.
+func (a *App) queryAuthorPosts(ctx context.Context, author string, before timeline.Entry, limit int) (es []timeline.Entry, more bool, err error) {
 	q := table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: limit}
 	if before.PostID != "" {
 		q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
@@ -96,16 +112,9 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 	if err != nil {
 		return nil, false, err
 	}
-	es := make([]timeline.Entry, len(p.Items))
+	es = make([]timeline.Entry, len(p.Items))
 	for i, it := range p.Items {
 		es[i] = timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()}
 	}
-	complete := len(es) < limit
-	if before.PostID == "" {
-		a.recent.put(author, recentEntry{entries: es, complete: complete, at: time.Now()})
-	}
-	if len(es) > n {
-		return es[:n], false, nil
-	}
-	return es, complete, nil
+	return es, len(es) == limit, nil
 }

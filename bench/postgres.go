@@ -86,9 +86,6 @@ func (p *PostgresTarget) Drop(ctx context.Context) error {
 	return err
 }
 
-// Close closes the pool.
-func (p *PostgresTarget) Close() { p.pool.Close() }
-
 // feedSQL is the home feed by fan-out on read: the newest posts of the reader's followees and the
 // reader, with their authors.
 const feedSQL = `SELECT p.id, p.author, u.username, p.text, p.created_at, p.like_count

@@ -48,13 +48,12 @@ type tb interface {
 }
 
 type fixture struct {
-	t      tb
-	srv    *httptest.Server
-	store  table.Table
-	logs   *syncWriter
-	evlog  events.Log
-	outbox *events.Outbox
-	groups []string // the consumer groups of the pipeline
+	t        tb
+	srv      *httptest.Server
+	store    table.Table
+	logs     *syncWriter
+	evlog    events.Log
+	pipeline *eventstest.Pipeline
 	// loseTimeline makes user's stored timeline vanish, as a Redis restart or inactivity does.
 	loseTimeline func(user string)
 }
@@ -145,8 +144,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
 		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap})
 	// The pipeline runs as in production: the relay and the application's consumers.
-	consumers := application.Consumers()
-	eventstest.RunPipeline(t, outbox, evlog, consumers)
+	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{
 		App:      application,
 		Verifier: v,
@@ -157,18 +155,14 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	f := &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, outbox: outbox, loseTimeline: lose}
-	for _, c := range consumers {
-		f.groups = append(f.groups, c.Group)
-	}
-	return f, store
+	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, pipeline: pipeline, loseTimeline: lose}, store
 }
 
 // openTimelines returns the timeline store cfg names and a function that makes a user's timeline
 // vanish.
 func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline.Store, func(string)) {
 	if cfg.timelines != "redis" {
-		return tablestore.New(store, tablestore.Options{Cap: cfg.timelineCap}), func(user string) {
+		return tablestore.New(store, tablestore.Options{Limits: timeline.Limits{Cap: cfg.timelineCap}}), func(user string) {
 			if err := store.Delete(context.Background(), table.Key{PK: "FEED#" + user, SK: "~"}); err != nil {
 				t.Fatal(err)
 			}
@@ -177,48 +171,19 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 	addr := cmp.Or(cfg.redisAddr, os.Getenv("ROOKERY_TEST_REDIS_ADDR"), "127.0.0.1:6379")
 	client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{addr}))
 	prefix := fmt.Sprintf("rookeryhttp-%d-%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		client.Close()
-	})
-	return tlredis.New(client, tlredis.Options{Prefix: prefix, Cap: cfg.timelineCap}), func(user string) {
+	s := tlredis.New(client, tlredis.Options{Prefix: prefix, Limits: timeline.Limits{Cap: cfg.timelineCap}})
+	t.Cleanup(func() { s.Drop(context.Background()); client.Close() })
+	return s, func(user string) {
 		if err := client.Del(context.Background(), "{"+prefix+":"+user+"}:tl").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// drain waits until the pipeline is idle: nothing in the outbox, every group caught up (twice in
-// a row, 20 ms apart), and fails the test if that takes over 30 s.
+// drain waits until the pipeline is idle (up to 30 s).
 func (f *fixture) drain() {
 	f.t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	idle := 0
-	for idle < 2 {
-		if time.Now().After(deadline) {
-			f.t.Fatal("the event pipeline did not drain in 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-		busy := false
-		if n, err := f.outbox.Pending(ctx, 1); err != nil || n > 0 {
-			busy = true
-		}
-		for _, g := range f.groups {
-			if n, _, err := f.evlog.Lag(ctx, g); err != nil || n > 0 {
-				busy = true
-			}
-		}
-		if busy {
-			idle = 0
-		} else {
-			idle++
-		}
-	}
+	f.pipeline.Drain(f.t, 30*time.Second)
 }
 
 // syncWriter lets the server's goroutines log into one builder.

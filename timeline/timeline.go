@@ -35,6 +35,28 @@ type Page struct {
 // DefaultCap is how many entries a timeline keeps.
 const DefaultCap = 800
 
+// Limits are what every store keeps to.
+type Limits struct {
+	Cap int           // entries kept per timeline; 0 means DefaultCap
+	TTL time.Duration // entries expire this long after their post; 0 means 30 days
+	// InactiveAfter: a timeline unread this long stops existing; 0 means 14 days.
+	InactiveAfter time.Duration
+}
+
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.Cap <= 0 {
+		l.Cap = DefaultCap
+	}
+	if l.TTL <= 0 {
+		l.TTL = 30 * 24 * time.Hour
+	}
+	if l.InactiveAfter <= 0 {
+		l.InactiveAfter = 14 * 24 * time.Hour
+	}
+	return l
+}
+
 // Store keeps home timelines. Implementations are safe for concurrent use. Errors are
 // *rookery.Error: Invalid for malformed arguments, Unavailable when the backend is down (safe to
 // retry), Internal otherwise.

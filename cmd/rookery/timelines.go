@@ -42,13 +42,17 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 func (c *timelinesConfig) open(store table.Table, clock rookery.Clock) (timeline.Store, func(context.Context) error, error) {
 	switch c.backend {
 	case "table":
-		return tablestore.New(store, tablestore.Options{Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter, Clock: clock}), nil, nil
+		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nil
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(c.redisAddr)))
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter}), ping, nil
+		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Limits: c.limits()}), ping, nil
 	}
 	return nil, nil, fmt.Errorf("--timelines must be table or redis, not %q", c.backend)
+}
+
+func (c *timelinesConfig) limits() timeline.Limits {
+	return timeline.Limits{Cap: c.cap, TTL: c.ttl, InactiveAfter: c.inactiveAfter}
 }
 
 func splitAddrs(s string) []string {

@@ -372,19 +372,56 @@ func testInvalid(t *testing.T, l events.Log) {
 	}
 }
 
+// Pipeline is a running relay and its consumers (RunPipeline).
+type Pipeline struct {
+	outbox *events.Outbox
+	log    events.Log
+	groups []string
+}
+
 // RunPipeline runs, until the test ends, the outbox relay and the consumers over l, as `rookery
 // serve` does, but with retries 5 ms apart and a circuit breaker that cools down in 50 ms, so tests
 // see redeliveries and recoveries quickly.
-func RunPipeline(t testing.TB, outbox *events.Outbox, l events.Log, consumers []events.Consumer) {
+func RunPipeline(t testing.TB, outbox *events.Outbox, l events.Log, consumers []events.Consumer) *Pipeline {
 	ctx, stop := context.WithCancel(context.Background())
+	p := &Pipeline{outbox: outbox, log: l}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); outbox.Run(ctx) }()
 	for _, c := range consumers {
+		p.groups = append(p.groups, c.Group)
 		c.Backoff = func(int) time.Duration { return 5 * time.Millisecond }
 		c.Cooldown = 50 * time.Millisecond
 		wg.Add(1)
 		go func() { defer wg.Done(); (&events.Runner{Log: l}).Run(ctx, c) }()
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })
+	return p
+}
+
+// Drain waits until the pipeline is idle — nothing in the outbox and every consumer group caught
+// up, twice in a row 20 ms apart — and fails t if that takes longer than within.
+func (p *Pipeline) Drain(t interface{ Fatalf(string, ...any) }, within time.Duration) {
+	ctx := context.Background()
+	deadline := time.Now().Add(within)
+	for idle := 0; idle < 2; {
+		time.Sleep(20 * time.Millisecond)
+		busy := ""
+		if n, err := p.outbox.Pending(ctx, 1); err != nil || n > 0 {
+			busy = fmt.Sprintf("outbox pending %d (%v)", n, err)
+		}
+		for _, g := range p.groups {
+			if n, _, err := p.log.Lag(ctx, g); err != nil || n > 0 {
+				busy = fmt.Sprintf("group %s lags %d (%v)", g, n, err)
+			}
+		}
+		if busy == "" {
+			idle++
+			continue
+		}
+		idle = 0
+		if time.Now().After(deadline) {
+			t.Fatalf("the event pipeline did not drain in %v: %s", within, busy)
+		}
+	}
 }

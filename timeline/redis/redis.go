@@ -28,11 +28,8 @@ import (
 
 // Options configure a Store.
 type Options struct {
-	Prefix string        // key prefix (one deployment, or one test)
-	Cap    int           // 0 means timeline.DefaultCap
-	TTL    time.Duration // entries older than this are dropped; 0 means 30 days
-	// InactiveAfter: a timeline unread this long expires; 0 means 14 days.
-	InactiveAfter time.Duration
+	Prefix string // key prefix (one deployment, or one test)
+	timeline.Limits
 }
 
 // Store is a timeline.Store in Redis.
@@ -48,16 +45,8 @@ var _ timeline.Store = (*Store)(nil)
 
 // New returns a Store on c (a single node, or a cluster client).
 func New(c goredis.UniversalClient, o Options) *Store {
-	if o.Cap <= 0 {
-		o.Cap = timeline.DefaultCap
-	}
-	if o.TTL <= 0 {
-		o.TTL = 30 * 24 * time.Hour
-	}
-	if o.InactiveAfter <= 0 {
-		o.InactiveAfter = 14 * 24 * time.Hour
-	}
-	return &Store{c: c, prefix: o.Prefix, cap: o.Cap, ttl: o.TTL, idle: o.InactiveAfter}
+	l := o.Limits.WithDefaults()
+	return &Store{c: c, prefix: o.Prefix, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter}
 }
 
 const sentinel = "~"
@@ -251,29 +240,24 @@ func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) er
 	return translate(op, s.c.ZRem(ctx, k, gone...).Err())
 }
 
-// Remove implements timeline.Store.
+// Remove implements timeline.Store: the script that RemovePost runs per timeline, on one.
 func (s *Store) Remove(ctx context.Context, user, postID string) error {
-	ms, err := s.members(ctx, user)
-	if err != nil {
+	const op rookery.Op = "redis.Remove"
+	if err := checkUser(op, user); err != nil {
 		return err
 	}
-	var gone []any
-	for _, m := range ms {
-		if strings.HasPrefix(m, postID+sep) {
-			gone = append(gone, m)
-		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	return translate("redis.Remove", s.c.ZRem(ctx, s.tlKey(user), gone...).Err())
+	return translate(op, removeByPrefix.Run(ctx, s.c, []string{s.tlKey(user)}, postID+sep).Err())
 }
 
-// RemoveAuthor implements timeline.Store.
+// RemoveAuthor implements timeline.Store: it reads the timeline's members and removes the author's.
 func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
-	ms, err := s.members(ctx, user)
-	if err != nil {
+	const op rookery.Op = "redis.RemoveAuthor"
+	if err := checkUser(op, user); err != nil {
 		return err
+	}
+	ms, err := s.c.ZRange(ctx, s.tlKey(user), 0, -1).Result()
+	if err != nil {
+		return translate(op, err)
 	}
 	var gone []any
 	for _, m := range ms {
@@ -284,15 +268,7 @@ func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	return translate("redis.RemoveAuthor", s.c.ZRem(ctx, s.tlKey(user), gone...).Err())
-}
-
-func (s *Store) members(ctx context.Context, user string) ([]string, error) {
-	if err := checkUser("redis.Remove", user); err != nil {
-		return nil, err
-	}
-	ms, err := s.c.ZRange(ctx, s.tlKey(user), 0, -1).Result()
-	return ms, translate("redis.Remove", err)
+	return translate(op, s.c.ZRem(ctx, s.tlKey(user), gone...).Err())
 }
 
 // RemovePost implements timeline.Store: it reads the set of timelines holding the post and removes
@@ -309,7 +285,7 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	// Members carry the author; read each timeline's member for the post, then remove it.
 	pipe := s.c.Pipeline()
 	for _, u := range users {
-		s.removeScript(ctx, pipe, u, postID)
+		removeByPrefix.Eval(ctx, pipe, []string{s.tlKey(u)}, postID+sep)
 	}
 	pipe.Del(ctx, s.postKey(postID))
 	_, err = pipe.Exec(ctx)
@@ -328,8 +304,15 @@ for _, m in ipairs(ms) do
 end
 return n`)
 
-func (s *Store) removeScript(ctx context.Context, pipe goredis.Pipeliner, user, postID string) {
-	removeByPrefix.Eval(ctx, pipe, []string{s.tlKey(user)}, postID+sep)
+// Drop deletes every key of the store's prefix (tests and benchmarks clean up with it).
+func (s *Store) Drop(ctx context.Context) error {
+	iter := s.c.Scan(ctx, 0, "{"+s.prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := s.c.Del(ctx, iter.Val()).Err(); err != nil {
+			return translate("redis.Drop", err)
+		}
+	}
+	return translate("redis.Drop", iter.Err())
 }
 
 // String names the store in logs.

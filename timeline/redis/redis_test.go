@@ -34,13 +34,32 @@ func TestConformance(t *testing.T) {
 	}
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
 		prefix := fmt.Sprintf("rookerytest-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6, seq.Add(1))
-		t.Cleanup(func() {
-			ctx := context.Background()
-			iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
-			for iter.Next(ctx) {
-				client.Del(ctx, iter.Val())
-			}
-		})
-		return redis.New(client, redis.Options{Prefix: prefix, Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter})
+		s := redis.New(client, redis.Options{Prefix: prefix, Limits: cfg})
+		t.Cleanup(func() { s.Drop(context.Background()) })
+		return s
 	})
+}
+
+// TestDrop: Drop removes every key of the store's prefix, and only those.
+func TestDrop(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: addr()})
+	t.Cleanup(func() { client.Close() })
+	prefix := fmt.Sprintf("rookerytest-drop-%d-%d", os.Getpid(), seq.Add(1))
+	s, other := redis.New(client, redis.Options{Prefix: prefix}), redis.New(client, redis.Options{Prefix: prefix + "x"})
+	t.Cleanup(func() { other.Drop(ctx) })
+	for _, st := range []*redis.Store{s, other} {
+		if err := st.Create(ctx, "u", []timeline.Entry{{PostID: "p1", AuthorID: "a", At: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(client.Keys(ctx, "{"+prefix+":*").Val()); n != 0 {
+		t.Fatalf("%d keys left after Drop", n)
+	}
+	if ok, _ := other.Exists(ctx, "u"); !ok {
+		t.Fatal("Drop removed another prefix's timeline")
+	}
 }

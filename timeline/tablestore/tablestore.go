@@ -29,11 +29,8 @@ import (
 
 // Options configure a Store.
 type Options struct {
-	Cap int           // entries kept per timeline; 0 means timeline.DefaultCap
-	TTL time.Duration // entries expire this long after their post; 0 means 30 days
-	// InactiveAfter: a timeline unread this long stops existing; 0 means 14 days.
-	InactiveAfter time.Duration
-	Clock         rookery.Clock // nil means the system clock
+	timeline.Limits
+	Clock rookery.Clock // nil means the system clock
 }
 
 // Store is a timeline.Store on a table.
@@ -56,19 +53,11 @@ const trimEvery = 256
 
 // New returns a Store on t.
 func New(t table.Table, o Options) *Store {
-	if o.Cap <= 0 {
-		o.Cap = timeline.DefaultCap
-	}
-	if o.TTL <= 0 {
-		o.TTL = 30 * 24 * time.Hour
-	}
-	if o.InactiveAfter <= 0 {
-		o.InactiveAfter = 14 * 24 * time.Hour
-	}
+	l := o.Limits.WithDefaults()
 	if o.Clock == nil {
 		o.Clock = rookery.SystemClock
 	}
-	return &Store{t: t, cap: o.Cap, ttl: o.TTL, idle: o.InactiveAfter, clock: o.Clock}
+	return &Store{t: t, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock}
 }
 
 const marker = "~"

@@ -25,7 +25,7 @@ func TestConformancePebble(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter, Clock: clock})
+		return tablestore.New(db, tablestore.Options{Limits: cfg, Clock: clock})
 	})
 }
 
@@ -37,6 +37,6 @@ func TestConformanceDynamoDB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tablestore.New(db, tablestore.Options{Cap: cfg.Cap, InactiveAfter: cfg.InactiveAfter, Clock: clock})
+		return tablestore.New(db, tablestore.Options{Limits: cfg, Clock: clock})
 	})
 }

@@ -13,11 +13,8 @@ import (
 	"github.com/rookery/rookery/timeline"
 )
 
-// Config is what a backend's factory must honour.
-type Config struct {
-	Cap           int           // entries kept per timeline
-	InactiveAfter time.Duration // a timeline unread this long stops existing
-}
+// Config is what a backend's factory must honour: the cap and the inactivity period.
+type Config = timeline.Limits
 
 // Factory opens an empty store configured as cfg says and registers its cleanup with t.
 type Factory func(t testing.TB, cfg Config) timeline.Store
