@@ -29,11 +29,10 @@ import (
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 // Options configure a Log.
@@ -110,23 +109,12 @@ func Open(opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	cache := cpebble.NewCache(64 << 20)
-	defer cache.Unref()
-	po := &cpebble.Options{Logger: engineLogger{opts.Logger}, Cache: cache}
-	// Every append looks its event ids up to de-duplicate them, and almost all are absent: bloom
-	// filters answer those lookups without reading the sstables' index blocks.
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	dir := opts.Dir
-	if opts.InMemory {
-		po.FS, dir = vfs.NewMem(), ""
-	} else if dir == "" {
-		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
-	}
-	db, err := cpebble.Open(dir, po)
+	// Every append looks its event ids up to de-duplicate them, and almost all are absent: the bloom
+	// filters pebblekit sets answer those lookups without reading the sstables' index blocks.
+	db, err := pebblekit.Open(op, pebblekit.Config{Name: "the event log", Dir: opts.Dir, InMemory: opts.InMemory,
+		CacheBytes: 64 << 20, Logger: opts.Logger})
 	if err != nil {
-		return nil, rookery.E(op, rookery.Internal, "cannot open the event log", err)
+		return nil, err
 	}
 	l := &Log{db: db, clock: opts.Clock, groups: map[string]*group{}, changed: make(chan struct{})}
 	if err := l.load(opts.Partitions); err != nil {
@@ -825,16 +813,4 @@ func (l *Log) Close() error {
 		return rookery.E(rookery.Op("embedded.Close"), rookery.Internal, err)
 	}
 	return nil
-}
-
-// engineLogger passes Pebble's errors to slog and drops its informational chatter.
-type engineLogger struct{ log *slog.Logger }
-
-func (engineLogger) Infof(string, ...any) {}
-func (l engineLogger) Errorf(format string, args ...any) {
-	l.log.Error("event log: " + fmt.Sprintf(format, args...))
-}
-func (l engineLogger) Fatalf(format string, args ...any) {
-	l.log.Error("event log: fatal: " + fmt.Sprintf(format, args...))
-	cpebble.DefaultLogger.Fatalf(format, args...)
 }

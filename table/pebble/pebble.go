@@ -14,17 +14,15 @@ package pebble
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/table"
 )
 
@@ -79,31 +77,17 @@ func Open(opts Options) (*DB, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	cache := cpebble.NewCache(opts.CacheBytes)
-	defer cache.Unref()
-	po := &cpebble.Options{
-		Cache:  cache,
-		Logger: engineLogger{opts.Logger},
-		// A 16 MiB memtable measured best for the DurableWrites benchmarks (4 and 64 were slower).
-		MemTableSize:                16 << 20,
-		MemTableStopWritesThreshold: 4,
-		LBaseMaxBytes:               256 << 20,
-		FormatMajorVersion:          cpebble.FormatNewest,
-	}
-	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
-	// Bloom filters let a Get of a key that is not there (every insert reads first) skip sstables.
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	dir := opts.Dir
-	if opts.InMemory {
-		po.FS, dir = vfs.NewMem(), ""
-	} else if dir == "" {
-		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
-	}
-	pdb, err := cpebble.Open(dir, po)
+	pdb, err := pebblekit.Open(op, pebblekit.Config{Name: "the embedded store", Dir: opts.Dir, InMemory: opts.InMemory,
+		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: func(po *cpebble.Options) {
+			// A 16 MiB memtable measured best for the DurableWrites benchmarks (4 and 64 were slower).
+			po.MemTableSize = 16 << 20
+			po.MemTableStopWritesThreshold = 4
+			po.LBaseMaxBytes = 256 << 20
+			po.FormatMajorVersion = cpebble.FormatNewest
+			po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
+		}})
 	if err != nil {
-		return nil, rookery.E(op, rookery.Internal, "cannot open the embedded store", err)
+		return nil, err
 	}
 	d := &DB{
 		db:      pdb,
@@ -500,18 +484,6 @@ func prefixSuccessor(p []byte) []byte {
 		}
 	}
 	return nil // p is all 0xFF: no successor; never happens (keys start with a space byte)
-}
-
-// engineLogger passes Pebble's errors to slog and keeps its informational chatter out.
-type engineLogger struct{ log *slog.Logger }
-
-func (engineLogger) Infof(string, ...any) {}
-func (l engineLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-func (l engineLogger) Fatalf(format string, args ...any) {
-	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
-	cpebble.DefaultLogger.Fatalf(format, args...)
 }
 
 // Flush writes the memtable to sstables. Benchmarks use it to read from the state a long-running

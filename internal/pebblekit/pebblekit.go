@@ -1,0 +1,66 @@
+// Package pebblekit opens the Pebble engines Rookery embeds (the table store and the event log) the
+// same way: a block cache, bloom filters on every level, the data directory or memory, and Pebble's
+// errors in the service's log.
+package pebblekit
+
+import (
+	"fmt"
+	"log/slog"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rookery/rookery"
+)
+
+// Config says where and how to open.
+type Config struct {
+	Name       string // what the database is, in log lines and errors ("the event log")
+	Dir        string // the directory; ignored when InMemory
+	InMemory   bool   // keep everything in memory (tests)
+	CacheBytes int64  // the block cache
+	Logger     *slog.Logger
+	// Tune, if set, adjusts the options before opening (memtable sizes, compression).
+	Tune func(*cpebble.Options)
+}
+
+// Open opens the database c describes. Bloom filters let a lookup of a key that is not there (an
+// insert's read, an append's de-duplication) skip sstables. Errors are *rookery.Error with op.
+func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
+	cache := cpebble.NewCache(c.CacheBytes)
+	defer cache.Unref()
+	po := &cpebble.Options{Cache: cache, Logger: engineLogger{log: c.Logger, name: c.Name}}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if c.Tune != nil {
+		c.Tune(po)
+	}
+	dir := c.Dir
+	if c.InMemory {
+		po.FS, dir = vfs.NewMem(), ""
+	} else if dir == "" {
+		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
+	}
+	db, err := cpebble.Open(dir, po)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, "cannot open "+c.Name, err)
+	}
+	return db, nil
+}
+
+// engineLogger passes Pebble's errors to slog and drops its informational chatter.
+type engineLogger struct {
+	log  *slog.Logger
+	name string
+}
+
+func (engineLogger) Infof(string, ...any) {}
+func (l engineLogger) Errorf(format string, args ...any) {
+	l.log.Error(l.name + ": " + fmt.Sprintf(format, args...))
+}
+func (l engineLogger) Fatalf(format string, args ...any) {
+	l.log.Error(l.name + ": fatal: " + fmt.Sprintf(format, args...))
+	cpebble.DefaultLogger.Fatalf(format, args...)
+}
