@@ -51,23 +51,13 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		return err
 	}
 	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage}
-	for {
-		page, err := a.table.Query(ctx, q)
-		if err != nil {
-			return err
+	return table.EachPage(ctx, a.table, q, func(items []table.Item) error {
+		users := make([]string, len(items))
+		for i, it := range items {
+			users[i] = it.String("follower_id")
 		}
-		users := make([]string, 0, len(page.Items))
-		for _, it := range page.Items {
-			users = append(users, it.String("follower_id"))
-		}
-		if err := a.timelines.Push(ctx, users, entry); err != nil {
-			return err
-		}
-		if page.Next == "" {
-			return nil
-		}
-		q.Cursor = page.Next
-	}
+		return a.timelines.Push(ctx, users, entry)
+	})
 }
 
 // ApplyTimelineCleanup is the cleanup consumer's handler: what a reader may no longer see leaves

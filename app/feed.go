@@ -296,21 +296,18 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 	if r.following != nil {
 		return nil
 	}
-	r.following = []string{}
+	following := []string{}
 	q := table.Query{Index: "GSI1", PK: followingPK(r.reader), Limit: table.MaxQueryLimit}
-	for {
-		p, err := r.a.table.Query(ctx, q)
-		if err != nil {
-			return err
+	err := table.EachPage(ctx, r.a.table, q, func(items []table.Item) error {
+		for _, it := range items {
+			following = append(following, it.String("followee_id"))
 		}
-		for _, it := range p.Items {
-			r.following = append(r.following, it.String("followee_id"))
-		}
-		if p.Next == "" {
-			return nil
-		}
-		q.Cursor = p.Next
+		return nil
+	})
+	if err == nil {
+		r.following = following
 	}
+	return err
 }
 
 // loadCelebrities finds which authors of the celebrity registry the reader follows (Gets, so a
@@ -361,19 +358,14 @@ func (a *App) celebrities(ctx context.Context) ([]string, error) {
 		return c.authors, nil
 	}
 	var authors []string
-	q := table.Query{PK: celebritiesPK, Limit: table.MaxQueryLimit}
-	for {
-		p, err := a.table.Query(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range p.Items {
+	err := table.EachPage(ctx, a.table, table.Query{PK: celebritiesPK, Limit: table.MaxQueryLimit}, func(items []table.Item) error {
+		for _, it := range items {
 			authors = append(authors, it.String(table.SK))
 		}
-		if p.Next == "" {
-			break
-		}
-		q.Cursor = p.Next
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.authors, c.at = authors, time.Now()
 	return authors, nil

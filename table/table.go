@@ -332,3 +332,21 @@ func Expired(item Item, now int64) bool {
 	ttl, ok := item[TTL].(int64)
 	return ok && ttl > 0 && ttl <= now
 }
+
+// EachPage runs q on t page after page to the end, calling fn with each page's items; an error
+// from fn or from a Query stops it and is returned.
+func EachPage(ctx context.Context, t Table, q Query, fn func([]Item) error) error {
+	for {
+		p, err := t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		if err := fn(p.Items); err != nil {
+			return err
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
+}

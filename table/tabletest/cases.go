@@ -768,6 +768,30 @@ func testTransactLimits(e *env) {
 	e.wantAbsent(key("tx", "d"))
 }
 
+func testEachPage(e *env) {
+	for i := range 25 {
+		e.put(item("each", fmt.Sprintf("%02d", i)))
+	}
+	var got []string
+	pages := 0
+	err := table.EachPage(ctx, e.tab, table.Query{PK: "each", Limit: 10}, func(items []table.Item) error {
+		pages++
+		for _, it := range items {
+			got = append(got, it.String(table.SK))
+		}
+		return nil
+	})
+	if err != nil || len(got) != 25 || got[0] != "00" || got[24] != "24" || pages < 3 {
+		e.t.Fatalf("EachPage: %d items in %d pages (%v), %v", len(got), pages, got, err)
+	}
+	stop := errors.New("stop")
+	pages = 0
+	err = table.EachPage(ctx, e.tab, table.Query{PK: "each", Limit: 10}, func([]table.Item) error { pages++; return stop })
+	if !errors.Is(err, stop) || pages != 1 {
+		e.t.Fatalf("EachPage with an error from fn: %d pages, %v", pages, err)
+	}
+}
+
 func testImmutablePuts(e *env) {
 	ttl := e.clock.Now().Add(time.Hour).Unix()
 	entry := func(i int) table.Write {

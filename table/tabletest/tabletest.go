@@ -85,6 +85,7 @@ func Run(t *testing.T, open Factory) {
 		{"batch get returns items in key order with nil for missing", testBatchGet},
 		{"query honours every sort-key condition in both directions", testQuerySKConditions},
 		{"query pages with cursors to the end", testQueryPaging},
+		{"EachPage visits every page once and stops at an error", testEachPage},
 		{"query of a secondary index is sparse and follows updates", testIndexQuery},
 		{"tampered, foreign and malformed cursors are invalid", testBadCursors},
 		{"paging while items are inserted concurrently neither repeats nor skips", testCursorConcurrentInserts},

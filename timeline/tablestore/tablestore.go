@@ -176,25 +176,15 @@ func (s *Store) entries(user string, desc bool) table.Query {
 // deleteWhere pages through q and deletes every item pick selects, in transactions of up to
 // MaxTransact deletes.
 func (s *Store) deleteWhere(ctx context.Context, q table.Query, pick func(table.Item) bool) error {
-	for {
-		p, err := s.t.Query(ctx, q)
-		if err != nil {
-			return err
-		}
+	return table.EachPage(ctx, s.t, q, func(items []table.Item) error {
 		var dels []table.Write
-		for _, it := range p.Items {
+		for _, it := range items {
 			if pick(it) {
 				dels = append(dels, table.DeleteWrite(it.Key()))
 			}
 		}
-		if err := s.write(ctx, dels); err != nil {
-			return err
-		}
-		if p.Next == "" {
-			return nil
-		}
-		q.Cursor = p.Next
-	}
+		return s.write(ctx, dels)
+	})
 }
 
 // Page implements timeline.Store. The first page's query reads the marker with the entries; a later
