@@ -16,6 +16,7 @@ import (
 var allowed = map[string][]string{
 	"":                        {},
 	"internal/pebblekit":      {""},
+	"internal/crashtest":      {},
 	"table":                   {""},
 	"table/tabletest":         {"", "table"},
 	"table/pebble":            {"", "table", "internal/pebblekit"},

@@ -1,17 +1,14 @@
 package events_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/internal/crashtest"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 )
@@ -136,13 +134,7 @@ func TestOutboxCrashChild(t *testing.T) {
 			}
 		}()
 	}
-	out := bufio.NewWriter(os.Stdout)
-	for id := range acks {
-		fmt.Fprintln(out, "ack", id)
-		if len(acks) == 0 {
-			out.Flush()
-		}
-	}
+	crashtest.Acks(acks)
 }
 
 func TestOutboxSurvivesSIGKILL(t *testing.T) {
@@ -153,32 +145,8 @@ func TestOutboxSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	acked := map[string]bool{}
 	child := func(round string, kill time.Duration) string {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestOutboxCrashChild$")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir, "ROOKERY_OUTBOX_CRASH_ROUND="+round)
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var timer *time.Timer
-		if kill > 0 {
-			timer = time.AfterFunc(kill, func() { cmd.Process.Signal(syscall.SIGKILL) })
-			defer timer.Stop()
-		} else {
-			timer = time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-			defer timer.Stop()
-		}
-		last := ""
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if id, ok := strings.CutPrefix(line, "ack "); ok {
-				acked[id] = true
-			} else {
-				last = line
-			}
-		}
-		cmd.Wait()
+		env := []string{crashEnv + "=" + dir, "ROOKERY_OUTBOX_CRASH_ROUND=" + round}
+		last, _ := crashtest.Run(t, "TestOutboxCrashChild", env, kill, func(id string) { acked[id] = true })
 		return last
 	}
 	for r := range rounds {

@@ -1,19 +1,17 @@
 package pebble_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/crashtest"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/table/tabletest"
@@ -45,7 +43,7 @@ func TestCrashWriter(t *testing.T) {
 		os.Exit(2)
 	}
 	start, _ := strconv.Atoi(os.Getenv(crashStartEnv))
-	out := make(chan int, 1024)
+	out := make(chan string, 1024)
 	for w := range 8 {
 		go func() {
 			for n := start + w; ; n += 8 {
@@ -60,17 +58,11 @@ func TestCrashWriter(t *testing.T) {
 					fmt.Println("error", err)
 					os.Exit(2)
 				}
-				out <- n
+				out <- strconv.Itoa(n)
 			}
 		}()
 	}
-	w := bufio.NewWriter(os.Stdout)
-	for n := range out {
-		fmt.Fprintf(w, "ack %d\n", n)
-		if len(out) == 0 {
-			w.Flush()
-		}
-	}
+	crashtest.Acks(out)
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -93,35 +85,16 @@ func TestCrashRecovery(t *testing.T) {
 
 func crashOnce(t *testing.T, dir string, start int, after time.Duration, acked map[int]bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriter$")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashStartEnv+"="+strconv.Itoa(start))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	env := []string{crashDirEnv + "=" + dir, crashStartEnv + "=" + strconv.Itoa(start)}
+	last, killed := crashtest.Run(t, "TestCrashWriter", env, after, func(v string) {
+		n, _ := strconv.Atoi(v)
+		acked[n] = true
+	})
+	if last != "" {
+		t.Fatalf("writer: %s", last)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Start the clock at the first acknowledgement, so the kill lands mid-stream.
-	sc := bufio.NewScanner(stdout)
-	var timer *time.Timer
-	for sc.Scan() {
-		line := sc.Text()
-		if timer == nil {
-			timer = time.AfterFunc(after, func() { cmd.Process.Signal(syscall.SIGKILL) })
-		}
-		if n, ok := strings.CutPrefix(line, "ack "); ok {
-			v, _ := strconv.Atoi(n)
-			acked[v] = true
-		} else {
-			cmd.Process.Kill()
-			t.Fatalf("writer: %s", line)
-		}
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("writer ended without being killed: %v", err)
+	if !killed {
+		t.Fatal("writer ended without being killed")
 	}
 }
 
