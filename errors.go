@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it. Kinds are few and are only ever
@@ -151,4 +152,25 @@ func Message(err error) string {
 		err = e.Err
 	}
 	return ""
+}
+
+// retryLater is a RateLimited or Unavailable error that says when to retry.
+type retryLater struct {
+	error
+	after time.Duration
+}
+
+func (e retryLater) Unwrap() error { return e.error }
+
+// RetryAfter returns err (of Kind RateLimited or Unavailable) carrying a hint that the request may
+// succeed after d; the HTTP layer sends it as Retry-After.
+func RetryAfter(err error, d time.Duration) error { return retryLater{err, d} }
+
+// RetryAfterOf returns the hint RetryAfter put in err's chain.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var r retryLater
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
 }

@@ -34,7 +34,11 @@ var allowed = map[string][]string{
 	"metrics":                 {""},
 	"graph":                   {},
 	"bench":                   {"graph"},
-	"app":                     {"", "table", "events", "timeline"},
+	"streak":                  {},
+	"cache":                   {""},
+	"cache/cachetest":         {"cache"},
+	"cache/redis":             {""},
+	"app":                     {"", "table", "events", "timeline", "cache", "streak"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events"},
 	"cmd/rookery":             {"*"},
 }

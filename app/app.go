@@ -33,6 +33,8 @@ type Deps struct {
 	CelebrityThreshold int
 	// TimelineCap is the timelines' cap (how much a rebuild pulls); 0 means timeline.DefaultCap.
 	TimelineCap int
+	// Engagement configures activities, streaks and leaderboards.
+	Engagement Engagement
 }
 
 // App is the application: the use cases over the table and the event pipeline.
@@ -49,6 +51,9 @@ type App struct {
 	timelineCap        int
 	celebs             celebrityCache
 	recent             recentPosts
+
+	eng    Engagement
+	boards boardCache
 }
 
 // New returns the App over d.
@@ -60,7 +65,8 @@ func New(d Deps) *App {
 		d.TimelineCap = timeline.DefaultCap
 	}
 	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
-		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap}
+		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
+		eng: d.Engagement.withDefaults(d.Clock)}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.
@@ -134,6 +140,9 @@ func (a *App) Consumers() []events.Consumer {
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
+		// Activities of one user contend for one streak record: a few at a time.
+		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 4},
+		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
 	}
 	if a.timelines != nil {
 		// Timeline work waits out an outage of the timeline store (Redis) however long it lasts:

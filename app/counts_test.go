@@ -22,18 +22,24 @@ import (
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
+// backends opens a table of each backend on the system clock; backendsAt on a clock of the test's.
 var backends = map[string]func(t *testing.T) table.Table{
-	"pebble": func(t *testing.T) table.Table {
-		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+	"pebble":   func(t *testing.T) table.Table { return backendsAt["pebble"](t, rookery.SystemClock) },
+	"dynamodb": func(t *testing.T) table.Table { return backendsAt["dynamodb"](t, rookery.SystemClock) },
+}
+
+var backendsAt = map[string]func(t *testing.T, clock rookery.Clock) table.Table{
+	"pebble": func(t *testing.T, clock rookery.Clock) table.Table {
+		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
 		return db
 	},
-	"dynamodb": func(t *testing.T) table.Table {
+	"dynamodb": func(t *testing.T, clock rookery.Clock) table.Table {
 		client := dynamotest.Client(t)
-		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")})
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
+	"github.com/rookery/rookery/streak"
 	"github.com/rookery/rookery/table"
 )
 
@@ -37,6 +39,18 @@ import (
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //	Celebrity       CELEBRITIES            <author>    (fan-out skipped a post of author: merged at read)
+//	Streak record   STREAK#<user>          META        user_id, record (JSON: streak state, zone and
+//	                                                   its recent changes, points), version,
+//	                                                   current_streak, longest_streak, total_points;
+//	                                                   GSI2 TOPSTREAKS#<shard> / <streak 9>#<user>
+//	Activity claim  ACTKEY#<user>#<sha256> -           activity_id, points, ttl (90 days)
+//	Activity        ACT#<user>             EV#<ts>#<id> type, source, points, occurred_at, ttl (90 d)
+//	Daily activity  ACT#<user>             DAY#<date>  date, points, events, streak_day (kept)
+//	Author score    SCORE#<author>         <period>#<key> posts, likes, score, version;
+//	                                                   GSI2 TOPAUTHORS#<period>#<key> / <score 12>#<author>
+//	Board post      LBPOST#<post>          POST        author_id, created_at, deleted
+//	Board like      LBPOST#<post>          LIKE#<user> at (a like the author board counted)
+//	Board tally     LBPOST#<post>          LIKES#<date> count (likes counted per day)
 //	Timeline marker FEED#<user>            ~           ttl (timeline/tablestore owns the FEED keys)
 //	Timeline entry  FEED#<user>            <ts>#<post> post_id, author_id, at, ttl;
 //	                                                   GSI4 POST#<post> / FEED#<user>
@@ -64,6 +78,12 @@ import (
 //	                                    the followed celebrities and the reader; BatchGet of the
 //	                                    posts, authors and edges (app/feed.go)
 //	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
+//	streak of a user (every app open)   the write-through cache, else Get(STREAK#<user>, META)
+//	is this activity a duplicate        the conditional put of ACTKEY#<user>#<key hash> (NotExists)
+//	points history, last N local days   Query ACT#<user>, between(DAY#<from>, DAY#<to>), descending
+//	top streaks                         Query GSI2 TOPSTREAKS#<shard>, descending, on every shard
+//	top authors of a day/week/month     Query GSI2 TOPAUTHORS#<period>#<key>, descending
+//	likes a deleted post had counted    Query LBPOST#<post>, begins_with(SK, "LIKES#")
 //
 // Secondary indexes (every index the schema uses; `rookery migrate` creates them all). The
 // entities that fill GSI1..GSI4 are added with the social core and timelines (issues 4 and 5):
@@ -72,6 +92,8 @@ import (
 //	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
 //	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
 //	                     unread notifs      UNREAD#<user>  / <event id>         (FEED-009)
+//	                     top streaks        TOPSTREAKS#<shard> / <streak>#<user> (seed 001)
+//	                     top authors        TOPAUTHORS#<period>#<key> / <score>#<author> (FEED-010)
 //	GSI3  GSI3PK/GSI3SK  followers          FOLLOWEE#<id>  / <ts>#FOLLOWER#<id> (FEED-008, AP5)
 //	                     likes of a post    LIKES#<post>   / <ts>#<user>        (FEED-005)
 //	GSI4  GSI4PK/GSI4SK  timelines by post  POST#<id>      / FEED#<user>        (seed 004 delete-by-post)
@@ -156,3 +178,42 @@ func appliedKey(group, id string) table.Key {
 }
 
 func tsKey(t time.Time) string { return fmt.Sprintf("%013d", t.UnixMilli()) }
+
+func streakKey(user string) table.Key   { return table.Key{PK: "STREAK#" + user, SK: skMeta} }
+func streakCacheKey(user string) string { return "streak:" + user }
+
+// streakBoardKeys places a current streak in its shard of the streak leaderboard.
+func streakBoardKeys(user string, current, shards int) (pk, sk string) {
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return streakBoardPK(int(h.Sum32() % uint32(shards))), fmt.Sprintf("%09d#%s", current, user)
+}
+
+func streakBoardPK(shard int) string { return fmt.Sprintf("TOPSTREAKS#%03d", shard) }
+
+func activityClaimKey(user, keyHash string) table.Key {
+	return table.Key{PK: "ACTKEY#" + user + "#" + keyHash, SK: "-"}
+}
+
+func activityItem(user, id, typ, source string, points int64, at time.Time, expires int64) table.Item {
+	return table.Item{table.PK: "ACT#" + user, table.SK: "EV#" + tsKey(at) + "#" + id, "activity_id": id, "type": typ,
+		"source": source, "points": points, "occurred_at": at.UnixMilli(), table.TTL: expires}
+}
+
+func dailyKey(user string, day streak.Date) table.Key {
+	return table.Key{PK: "ACT#" + user, SK: "DAY#" + day.String()}
+}
+
+func scoreKey(author, period, key string) table.Key {
+	return table.Key{PK: "SCORE#" + author, SK: period + "#" + key}
+}
+
+func authorBoardPK(period, key string) string { return "TOPAUTHORS#" + period + "#" + key }
+
+func boardPostKey(post string) table.Key { return table.Key{PK: "LBPOST#" + post, SK: "POST"} }
+func boardLikeKey(post, user string) table.Key {
+	return table.Key{PK: "LBPOST#" + post, SK: "LIKE#" + user}
+}
+func boardTallyKey(post string, day streak.Date) table.Key {
+	return table.Key{PK: "LBPOST#" + post, SK: "LIKES#" + day.String()}
+}

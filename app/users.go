@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/streak"
 	"github.com/rookery/rookery/table"
 )
 
@@ -126,10 +127,21 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 				}
 			}
 		}
+		var zoned *streakRecord
+		if cur != nil && cur.String("timezone") != tz {
+			rec, w, err := a.zoneChange(ctx, id, cur.String("timezone"), tz, now)
+			if err != nil {
+				return u, false, err
+			}
+			zoned, writes = &rec, append(writes, w)
+		}
 		err = a.table.TransactWrite(ctx, writes)
 		var ce *table.ConditionError
 		switch {
 		case err == nil:
+			if zoned != nil {
+				a.cacheStreak(ctx, *zoned)
+			}
 			return userFromItem(item), cur == nil, nil
 		case errors.As(err, &ce) && ce.Index == 0:
 			return u, false, rookery.E(op, rookery.Conflict, "username is taken", err)
@@ -192,4 +204,24 @@ func userFromItem(it table.Item) rookery.User {
 		FollowingCount: it.Int("following_count"),
 		PostCount:      it.Int("post_count"),
 	}
+}
+
+// zoneChange returns user's streak record after a change of time zone at now, and its write
+// (checked by version): day boundaries move from now on, and the change counts toward the limit of
+// streak.MaxZoneChanges.
+func (a *App) zoneChange(ctx context.Context, user, from, to string, now time.Time) (streakRecord, table.Write, error) {
+	rec := streakRecord{User: user}
+	it, err := a.table.Get(ctx, streakKey(user))
+	switch {
+	case err == nil:
+		if rec, err = streakFromItem(it); err != nil {
+			return rec, table.Write{}, rookery.E("app.zoneChange", rookery.Internal, "corrupt streak record", err)
+		}
+	case !rookery.IsKind(err, rookery.NotFound):
+		return rec, table.Write{}, err
+	}
+	old := rec.Version
+	rec.Zone, rec.Version = to, old+1
+	rec.Changes = streak.KeepChanges(append(rec.Changes, streak.ZoneChange{At: now, From: from, To: to}), now)
+	return rec, table.PutWrite(rec.item(a.eng.StreakShards), table.VersionIs("version", old)), nil
 }

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rookery/rookery"
 )
@@ -186,7 +188,11 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	switch kind {
 	case rookery.RateLimited, rookery.Unavailable:
-		w.Header().Set("Retry-After", "1")
+		secs := int64(1)
+		if d, ok := rookery.RetryAfterOf(err); ok {
+			secs = max(1, int64((d+time.Second-1)/time.Second))
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	case rookery.Unauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rookery"`)
 	}

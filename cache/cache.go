@@ -1,0 +1,118 @@
+// Package cache holds the two small shared-state services the engagement features use besides the
+// table (seed 001's ElastiCache): a write-through cache of versioned values, and fixed-window rate
+// limit counters. Both have an in-process implementation here, used when no Redis is configured, and
+// one on Redis (cache/redis) for several Rookery processes; cachetest checks both the same way.
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rookery/rookery"
+)
+
+// Cache keeps versioned values for a while. It is a write-through cache: the owner writes the table
+// first and then Sets the new version, so a reader finds either nothing or a value that was true
+// at its version. Versions make racing writers safe: an older version never replaces a newer one.
+type Cache interface {
+	// Get returns the value under key, if one is cached and not expired.
+	Get(ctx context.Context, key string) (val []byte, ok bool, err error)
+	// Set caches val at version under key for ttl, unless a newer version is cached; an equal
+	// version is replaced.
+	Set(ctx context.Context, key string, version int64, val []byte, ttl time.Duration) error
+}
+
+// Limiter counts events per key in fixed windows of time.
+type Limiter interface {
+	// Allow counts one event for key in the current window of length per and reports whether the
+	// window's count is within limit; if it is not, retryAfter is the time until the window ends.
+	// Events that are refused count too (a client that keeps trying stays refused).
+	Allow(ctx context.Context, key string, limit int, per time.Duration) (ok bool, retryAfter time.Duration, err error)
+}
+
+// Memory is the in-process Cache and Limiter, for one Rookery process.
+type Memory struct {
+	clock rookery.Clock
+	max   int
+
+	mu      sync.Mutex
+	values  map[string]memValue
+	windows map[string]memWindow
+	calls   int
+}
+
+type memValue struct {
+	version int64
+	val     []byte
+	expires time.Time
+}
+
+type memWindow struct {
+	start time.Time
+	count int
+}
+
+// NewMemory returns an in-process cache of at most maxEntries values (0 means 100,000) on clock.
+func NewMemory(clock rookery.Clock, maxEntries int) *Memory {
+	if maxEntries <= 0 {
+		maxEntries = 100_000
+	}
+	return &Memory{clock: clock, max: maxEntries, values: map[string]memValue{}, windows: map[string]memWindow{}}
+}
+
+// Get implements Cache.
+func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.values[key]
+	if !ok || !m.clock.Now().Before(v.expires) {
+		return nil, false, nil
+	}
+	return append([]byte(nil), v.val...), true, nil
+}
+
+// Set implements Cache. When the cache is full, some entries are evicted (Go's map order: random).
+func (m *Memory) Set(_ context.Context, key string, version int64, val []byte, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	if cur, ok := m.values[key]; ok && cur.version > version && now.Before(cur.expires) {
+		return nil
+	}
+	if _, ok := m.values[key]; !ok && len(m.values) >= m.max {
+		n := 0
+		for k := range m.values {
+			delete(m.values, k)
+			if n++; n >= m.max/16+1 {
+				break
+			}
+		}
+	}
+	m.values[key] = memValue{version: version, val: append([]byte(nil), val...), expires: now.Add(ttl)}
+	return nil
+}
+
+// Allow implements Limiter.
+func (m *Memory) Allow(_ context.Context, key string, limit int, per time.Duration) (bool, time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	if m.calls++; m.calls%4096 == 0 { // forget ended windows now and then
+		for k, w := range m.windows {
+			if now.Sub(w.start) >= per {
+				delete(m.windows, k)
+			}
+		}
+	}
+	w := m.windows[key]
+	if now.Sub(w.start) >= per {
+		w = memWindow{start: now}
+	}
+	w.count++
+	m.windows[key] = w
+	if w.count > limit {
+		return false, w.start.Add(per).Sub(now), nil
+	}
+	return true, 0, nil
+}

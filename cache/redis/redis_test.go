@@ -1,0 +1,33 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rookery/rookery/cache/cachetest"
+	"github.com/rookery/rookery/cache/redis"
+)
+
+// TestRedis runs the suite against the Redis on 127.0.0.1:6379 (or ROOKERY_TEST_REDIS_ADDR),
+// each test under its own prefix.
+func TestRedis(t *testing.T) {
+	addr := "127.0.0.1:6379"
+	if a := os.Getenv("ROOKERY_TEST_REDIS_ADDR"); a != "" {
+		addr = a
+	}
+	client := goredis.NewClient(&goredis.Options{Addr: addr})
+	t.Cleanup(func() { client.Close() })
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("Redis at %s: %v (scripts/test.sh starts one)", addr, err)
+	}
+	cachetest.Run(t, func(t *testing.T) cachetest.Impl {
+		s := redis.New(client, fmt.Sprintf("rookerytest-cache-%d", time.Now().UnixNano()))
+		t.Cleanup(func() { s.Drop(context.Background()) })
+		return s
+	})
+}
