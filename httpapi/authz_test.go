@@ -76,6 +76,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST /v1/posts/{id}/comments", "POST", "/v1/posts/" + pub + "/comments", `{"text":"hi"}`, cell{"owner": 201, "other": 201, "follower": 201, "blocked": 403, "none": 401}},
 		{"GET /v1/posts/{id}/comments", "GET", "/v1/posts/" + pub + "/comments", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 404, "server": 200, "none": 401}},
 		{"PATCH /v1/posts/{id}", "PATCH", "/v1/posts/" + pub, `{"text":"edited"}`, cell{"owner": 200, "other": 403, "follower": 403, "blocked": 404, "none": 401}},
+		// Activities are the caller's own (a server token must name the user); a streak and the
+		// leaderboards are public to any authenticated caller, the points history to its owner.
+		{"POST /v1/activities", "POST", "/v1/activities", `{"type":"daily_open","idempotency_key":"k1"}`, cell{"owner": 201, "other": 201, "blocked": 201, "server": 400, "none": 401}},
+		{"GET /v1/users/{id}/streak", "GET", "/v1/users/owner/streak", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
+		{"GET /v1/users/{id}/points", "GET", "/v1/users/owner/points", "", cell{"owner": 200, "other": 403, "blocked": 403, "server": 200, "none": 401}},
+		{"GET /v1/leaderboards/streaks", "GET", "/v1/leaderboards/streaks", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
+		{"GET /v1/leaderboards/authors", "GET", "/v1/leaderboards/authors?period=week", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
 		// A comment: its author, the post's author, or the server may delete it; nobody else.
 		{"DELETE /v1/posts/{id}/comments/{comment}", "DELETE", "/v1/posts/" + pub + "/comments/" + c1, "", cell{"other": 403, "blocked": 404, "none": 401, "follower": 204}},
 		{"DELETE /v1/posts/{id}/comments/{comment}", "DELETE", "/v1/posts/" + pub + "/comments/" + c2, "", cell{"owner": 204}},

@@ -64,6 +64,7 @@ type fixtureConfig struct {
 	redisAddr          string // "" means 127.0.0.1:6379
 	celebrityThreshold int    // 0: the default
 	timelineCap        int    // 0: the default
+	engagement         app.Engagement
 }
 
 // flakyStore fails every operation with err while err is set.
@@ -142,7 +143,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
-		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap})
+		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement})
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{

@@ -49,6 +49,12 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/notifications/unread_count", s.authed(s.unreadCount))
 	s.mux.Handle("POST /v1/notifications/read", s.authed(s.markRead))
 
+	s.mux.Handle("POST /v1/activities", s.authed(s.recordActivity))
+	s.mux.Handle("GET /v1/users/{id}/streak", s.authed(s.getStreak))
+	s.mux.Handle("GET /v1/users/{id}/points", s.authed(s.getPoints))
+	s.mux.Handle("GET /v1/leaderboards/streaks", s.authed(s.streakBoard))
+	s.mux.Handle("GET /v1/leaderboards/authors", s.authed(s.authorBoard))
+
 	// Operations of the event pipeline, server-scope tokens only.
 	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
 	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))
