@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"graph":                   {},
 	"bench":                   {"graph"},
 	"streak":                  {},
+	"export":                  {""},
 	"cache":                   {""},
 	"cache/cachetest":         {"cache"},
 	"cache/redis":             {""},

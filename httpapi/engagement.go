@@ -81,3 +81,27 @@ func (s *server) authorBoard(w http.ResponseWriter, r *http.Request) {
 	}
 	encode(w, http.StatusOK, map[string][]app.AuthorRank{"items": items})
 }
+
+// repairStreaks is POST /v1/admin/streaks/repair {"from","to"} (server tokens): `rookery streaks
+// repair`. Every change is logged and returned.
+func (s *server) repairStreaks(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		From rookery.Time `json:"from"`
+		To   rookery.Time `json:"to"`
+	}
+	if err := decode(r, &in); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	changes := []app.StreakRepair{}
+	checked, err := s.App.RepairStreaks(r.Context(), in.From.Time, in.To.Time, func(c app.StreakRepair) {
+		s.Log.Info("streak repaired", "user", c.UserID, "excused", c.Excused, "before", c.Before, "after", c.After,
+			"request_id", requestIDFrom(r.Context()))
+		changes = append(changes, c)
+	})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, map[string]any{"checked": checked, "changes": changes})
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/eventstest"
 	natslog "github.com/rookery/rookery/events/nats"
+	"github.com/rookery/rookery/export"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 )
@@ -507,5 +508,56 @@ func TestBenchCommand(t *testing.T) {
 		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
 	if !strings.Contains(sw, "knee: 30/s") {
 		t.Fatalf("sweep:\n%s", sw)
+	}
+}
+
+// TestEngagementEndToEnd runs the binary with the analytics export on and the cache in Redis: an
+// activity and a post through the API, the streak, `rookery streaks repair` against the server,
+// and every event in the Parquet files.
+func TestEngagementEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir, "--export-dir", "export", "--export-roll-age", "100ms",
+		"--cache", "redis", "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "dana", "--data-dir", dir))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/dana", tok, `{"username":"dana","timezone":"Asia/Kolkata"}`); st != 201 {
+		t.Fatalf("PUT user = %d %v", st, body)
+	}
+	st, body := call(t, "POST", srv.url+"/v1/activities", tok, `{"type":"daily_open","idempotency_key":"k1"}`)
+	if st != 201 || body["streak"].(map[string]any)["current_streak"] != float64(1) {
+		t.Fatalf("POST /v1/activities = %d %v", st, body)
+	}
+	if st, body := call(t, "POST", srv.url+"/v1/posts", tok, `{"text":"hello"}`); st != 201 {
+		t.Fatalf("POST /v1/posts = %d %v", st, body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, s := call(t, "GET", srv.url+"/v1/users/dana/streak", tok, "")
+		if s["total_points"] == float64(15) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the post never counted as an activity: %v", s)
+		}
+	}
+	from := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	to := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	out := command(t, nil, "streaks", "repair", "--server", srv.url, "--data-dir", dir, "--from", from, "--to", to)
+	if !strings.Contains(out, "checked 1 streaks") {
+		t.Fatalf("streaks repair printed %q", out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		rows, err := export.ReadDir(filepath.Join(dir, "export"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		types := map[string]int{}
+		for _, r := range rows {
+			types[r.Type]++
+		}
+		if types["ActivityRecorded"] == 2 && types["PostCreated"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the export holds %v; want 2 ActivityRecorded and a PostCreated", types)
+		}
 	}
 }

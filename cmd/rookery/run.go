@@ -37,6 +37,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		tokenCmd(&cfg, stdout),
 		migrateCmd(&cfg, stdout),
 		dlqCmd(&cfg, stdout),
+		streaksCmd(&cfg, stdout),
 		importCmd(&cfg, stderr),
 		benchCmd(&cfg, stdout, stderr),
 		&cobra.Command{

@@ -24,6 +24,7 @@ import (
 type serveConfig struct {
 	events          eventsConfig
 	timelines       timelinesConfig
+	engagement      engagementConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -51,6 +52,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
+	sc.engagement.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -125,8 +127,28 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	if timelinesReady != nil {
 		deps.Ready["timelines"] = timelinesReady
 	}
+	eng, err := sc.engagement.engagement(clock, sc.timelines.redisAddr, sc.timelines.redisPrefix)
+	if err != nil {
+		return err
+	}
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
-		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap})
+		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
+		Engagement: eng})
+	consumers := application.Consumers()
+	if sc.role != "api" {
+		exporter, cs, err := sc.engagement.exporter(cfg.dataDir, log)
+		if err != nil {
+			return err
+		}
+		if exporter != nil {
+			defer func() {
+				if err := exporter.Close(); err != nil {
+					log.Error("closing the analytics export", "err", err)
+				}
+			}()
+			consumers = append(consumers, cs...)
+		}
+	}
 	if sc.role != "worker" {
 		deps.App = application
 	}
@@ -134,7 +156,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	pctx, stopPipeline := context.WithCancel(context.Background())
 	if sc.role != "api" {
 		// The relay and the application's consumers (counters, and later fan-out, notifications ...).
-		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, application.Consumers(), m, log) }()
+		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, consumers, m, log) }()
 	} else {
 		close(pipelineDone)
 	}
