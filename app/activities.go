@@ -295,7 +295,7 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		rec.Version++
 
 		id := a.ids()
-		ev, err := a.event(ActivityRecorded, act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
+		ev, err := a.event(ActivityRecorded, "activities:"+act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
 			Source: act.source, Points: points, Date: day.String(), Counts: counts, OccurredAt: rookery.Time{Time: act.at}}, now)
 		if err != nil {
 			return ActivityResult{}, rookery.E(op, rookery.Internal, err)

@@ -30,7 +30,7 @@ func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.n
 
 // newEngagementApp returns an App over tab whose events go to an in-memory log nobody reads, on
 // clock.
-func newEngagementApp(t *testing.T, tab table.Table, clock rookery.Clock, eng app.Engagement) *app.App {
+func newEngagementApp(t testing.TB, tab table.Table, clock rookery.Clock, eng app.Engagement) *app.App {
 	t.Helper()
 	log, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 2})
 	if err != nil {

@@ -116,3 +116,13 @@ func (m *Memory) Allow(_ context.Context, key string, limit int, per time.Durati
 	}
 	return true, 0, nil
 }
+
+// Nop is a Cache that keeps nothing: every Get misses. It is the cache of processes that must not
+// cache in process because other processes write the same items (API nodes beside workers).
+type Nop struct{}
+
+// Get implements Cache: always a miss.
+func (Nop) Get(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
+
+// Set implements Cache: it keeps nothing.
+func (Nop) Set(context.Context, string, int64, []byte, time.Duration) error { return nil }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/cache"
 	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/export"
@@ -66,7 +67,9 @@ func parseWeights(flag, s string) (map[string]int64, error) {
 }
 
 // engagement returns the App's engagement configuration; redisAddr and prefix serve --cache redis.
-func (c *engagementConfig) engagement(clock rookery.Clock, redisAddr, prefix string) (app.Engagement, error) {
+// With --cache memory in a process that shares the store with others (role api or worker), streak
+// records are not cached at all: another process's writes would leave this one's copies stale.
+func (c *engagementConfig) engagement(clock rookery.Clock, role, redisAddr, prefix string, log *slog.Logger) (app.Engagement, error) {
 	points, err := parseWeights("activity-points", c.points)
 	if err != nil {
 		return app.Engagement{}, err
@@ -84,6 +87,10 @@ func (c *engagementConfig) engagement(clock rookery.Clock, redisAddr, prefix str
 		LikeWeight: weights["like"], StreakShards: c.shards, BoardCache: c.boardCache}
 	switch c.cache {
 	case "memory":
+		if role != "all" {
+			e.Cache = cache.Nop{}
+			log.Info("--cache memory with --role " + role + ": streak records are read from the store, not cached; use --cache redis to share a cache")
+		}
 	case "redis":
 		s := cacheredis.New(goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(redisAddr))), prefix)
 		e.Cache, e.Limiter = s, s

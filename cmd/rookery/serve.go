@@ -127,7 +127,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	if timelinesReady != nil {
 		deps.Ready["timelines"] = timelinesReady
 	}
-	eng, err := sc.engagement.engagement(clock, sc.timelines.redisAddr, sc.timelines.redisPrefix)
+	eng, err := sc.engagement.engagement(clock, sc.role, sc.timelines.redisAddr, sc.timelines.redisPrefix, log)
 	if err != nil {
 		return err
 	}
