@@ -13,6 +13,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/internal/keylock"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/timeline"
 )
@@ -52,8 +53,9 @@ type App struct {
 	celebs             celebrityCache
 	recent             recentPosts
 
-	eng    Engagement
-	boards boardCache
+	eng         Engagement
+	boards      boardCache
+	streakLocks keylock.Set[string]
 }
 
 // New returns the App over d.
@@ -66,7 +68,7 @@ func New(d Deps) *App {
 	}
 	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
-		eng: d.Engagement.withDefaults(d.Clock)}
+		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
@@ -20,8 +21,10 @@ import (
 )
 
 // TestConcurrentActivitiesAroundMidnight: 100 activities of one user at once, half in the last
-// minute of a local day and half in the first seconds of the next, each sent twice, give the exact
-// streak, points and daily totals (optimistic locking retried on conflict; duplicates by key).
+// minute of a local day and half in the first seconds of the next, each sent twice, through two
+// App instances over one table (two processes: their writes race on the streak record's version),
+// give the exact streak, points and daily totals (optimistic locking retried on conflict;
+// duplicates by key).
 func TestConcurrentActivitiesAroundMidnight(t *testing.T) {
 	for name, open := range backendsAt {
 		t.Run(name, func(t *testing.T) {
@@ -29,7 +32,10 @@ func TestConcurrentActivitiesAroundMidnight(t *testing.T) {
 			sp, _ := time.LoadLocation("America/Sao_Paulo")
 			midnight := time.Date(2026, 7, 10, 0, 0, 0, 0, sp) // the 10th begins
 			clock := &testClock{now: midnight.Add(-48 * time.Hour).Add(time.Hour)}
-			a := newEngagementApp(t, open(t, clock), clock, app.Engagement{RateLimit: 10_000})
+			tab := open(t, clock)
+			shared := cache.NewMemory(clock, 0) // as --cache redis shares one between processes
+			eng := app.Engagement{RateLimit: 10_000, Cache: shared, Limiter: shared}
+			a, other := newEngagementApp(t, tab, clock, eng), newEngagementApp(t, tab, clock, eng)
 			u := rookery.WithCaller(ctx, rookery.Caller{UserID: "u1"})
 			tz := "America/Sao_Paulo"
 			if _, _, err := a.PutUser(u, "u1", app.UserInput{Username: "user1", TimeZone: &tz}); err != nil {
@@ -54,8 +60,8 @@ func TestConcurrentActivitiesAroundMidnight(t *testing.T) {
 						at = midnight.Add(time.Duration(i-n/2) * 500 * time.Millisecond) // ...and 50 after
 					}
 					in := app.ActivityInput{Type: "daily_open", IdempotencyKey: fmt.Sprintf("k%d", i), OccurredAt: &rookery.Time{Time: at}}
-					for range 2 {
-						if _, err := a.RecordActivity(u, in); err != nil {
+					for k := range 2 {
+						if _, err := []*app.App{a, other}[(i+k)%2].RecordActivity(u, in); err != nil {
 							t.Error(err)
 						}
 					}

@@ -22,6 +22,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/keylock"
 	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/table"
 )
@@ -54,7 +55,7 @@ type DB struct {
 	clock   rookery.Clock
 	cursors *table.Cursors
 	log     *slog.Logger
-	locks   keyLocks
+	locks   *keylock.Set[table.Key]
 
 	// life guards use after Close: operations hold it for reading, Close for writing.
 	life   sync.RWMutex
@@ -94,6 +95,7 @@ func Open(opts Options) (*DB, error) {
 		schema:  opts.Schema,
 		clock:   opts.Clock,
 		cursors: table.NewCursors(opts.CursorKey),
+		locks:   newKeyLocks(),
 		log:     opts.Logger,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -259,7 +261,7 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 	for i, w := range writes {
 		keys[i] = writeKey(w)
 	}
-	unlock := d.locks.lock(keys)
+	unlock := d.locks.Lock(keys...)
 	defer unlock()
 
 	b := d.db.NewBatch()

@@ -99,7 +99,7 @@ func (d *DB) dueKeys(now int64) ([]table.Key, error) {
 
 // removeIfExpired deletes the item with key k if, under its lock, it is still expired at now.
 func (d *DB) removeIfExpired(k table.Key, now int64) (bool, error) {
-	unlock := d.locks.lock([]table.Key{k})
+	unlock := d.locks.Lock(k)
 	defer unlock()
 	old, err := d.read("pebble.Sweep", k)
 	if err != nil || old == nil || !table.Expired(old, now) {
