@@ -2,9 +2,11 @@ package export_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,4 +174,54 @@ func exportChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	fmt.Println("ack done")
+}
+
+// TestDuckDBReadsTheExport reads the files with DuckDB (scripts/duckdb-query.sh installs it from
+// npm on first use): the Hive partitions, the column types of the documented schema, and every
+// event once.
+func TestDuckDBReadsTheExport(t *testing.T) {
+	dir := t.TempDir()
+	e, err := export.Open(export.Options{Dir: dir, MaxRows: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := e.Handle(context.Background(), event(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	query := func(sql string) string {
+		t.Helper()
+		out, err := exec.Command("../scripts/duckdb-query.sh", sql).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Fatalf("duckdb: %v\n%s", err, ee.Stderr)
+			}
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	files := "'" + dir + "/*/*.parquet'"
+	got := query("SELECT CAST(dt AS VARCHAR) AS dt, count(*) AS n, count(DISTINCT event_id) AS ids, " +
+		"epoch_ms(min(occurred_at)) AS first, sum(CAST(json_extract(payload, '$.n') AS BIGINT)) AS total " +
+		"FROM read_parquet(" + files + ", hive_partitioning = true) GROUP BY dt ORDER BY dt")
+	first := func(day int) string { return fmt.Sprint(event(day).OccurredAt.UnixMilli()) }
+	want := `[{"dt":"2026-11-20","n":"334","ids":"334","first":"` + first(0) + `","total":"166833"},` +
+		`{"dt":"2026-11-21","n":"333","ids":"333","first":"` + first(1) + `","total":"166167"},` +
+		`{"dt":"2026-11-22","n":"333","ids":"333","first":"` + first(2) + `","total":"166500"}]`
+	if got != want {
+		t.Errorf("per date:\n got %s\nwant %s", got, want)
+	}
+	got = query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(" + files + ", hive_partitioning = true))")
+	want = `[{"column_name":"event_id","column_type":"VARCHAR"},{"column_name":"type","column_type":"VARCHAR"},` +
+		`{"column_name":"version","column_type":"INTEGER"},{"column_name":"key","column_type":"VARCHAR"},` +
+		`{"column_name":"occurred_at","column_type":"TIMESTAMP WITH TIME ZONE"},{"column_name":"payload","column_type":"JSON"},` +
+		`{"column_name":"exported_at","column_type":"TIMESTAMP WITH TIME ZONE"},{"column_name":"dt","column_type":"DATE"}]`
+	if got != want {
+		t.Errorf("schema:\n got %s\nwant %s", got, want)
+	}
 }
