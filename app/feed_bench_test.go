@@ -111,8 +111,11 @@ func fanoutWorld(b *testing.B, store string, n int) *benchWorld {
 	return w
 }
 
-func postEvent(n int64, at time.Time) rookery.Event {
-	p, _ := json.Marshal(app.PostPayload{PostID: fmt.Sprintf("P%012d", n), AuthorID: "author0", CreatedAt: rookery.Time{Time: at}})
+func postEvent(n int64, at time.Time) rookery.Event { return postEventBy(n, "author0", at) }
+
+// postEventBy is the PostCreated event of post n by author.
+func postEventBy(n int64, author string, at time.Time) rookery.Event {
+	p, _ := json.Marshal(app.PostPayload{PostID: fmt.Sprintf("P%012d", n), AuthorID: author, CreatedAt: rookery.Time{Time: at}})
 	return rookery.Event{ID: fmt.Sprint(n), Type: app.PostCreated, Payload: p}
 }
 

@@ -1,0 +1,17 @@
+package app
+
+import (
+	"time"
+
+	"github.com/rookery/rookery/table"
+)
+
+// Hooks for the benchmarks that build worlds too large to build through the API.
+
+// FollowItemForTest is the stored follow edge follower -> followee made at at.
+func FollowItemForTest(follower, followee string, at time.Time) table.Item {
+	return followItem(follower, followee, at)
+}
+
+// UserKeyForTest is the key of user id's item.
+func UserKeyForTest(id string) table.Key { return userKey(id) }
