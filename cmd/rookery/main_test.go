@@ -16,12 +16,16 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/eventstest"
 	natslog "github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/export"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
+	tlredis "github.com/rookery/rookery/timeline/redis"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -357,7 +361,7 @@ func TestDLQCommandThroughTheServer(t *testing.T) {
 }
 
 func TestRedisTimelinesConfiguration(t *testing.T) {
-	srv := start(t, nil, "--data-dir", t.TempDir(), "--timelines", "redis", "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+	srv := start(t, nil, "--data-dir", t.TempDir(), "--timelines", "redis", "--redis-prefix", redisPrefix(t))
 	if st, body := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
 		t.Fatalf("readyz with Redis timelines = %d %v", st, body)
 	}
@@ -374,7 +378,7 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 	for _, store := range []string{"table", "redis"} {
 		t.Run(store, func(t *testing.T) {
 			dir := t.TempDir()
-			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-prefix", redisPrefix(t))
 			tok := func(sub string) string {
 				return strings.TrimSpace(command(t, nil, "token", "--sub", sub, "--data-dir", dir))
 			}
@@ -517,7 +521,7 @@ func TestBenchCommand(t *testing.T) {
 func TestEngagementEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	srv := start(t, nil, "--data-dir", dir, "--export-dir", "export", "--export-roll-age", "100ms",
-		"--cache", "redis", "--redis-prefix", fmt.Sprintf("rookerye2e-%d", time.Now().UnixNano()))
+		"--cache", "redis", "--redis-prefix", redisPrefix(t))
 	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "dana", "--data-dir", dir))
 	if st, body := call(t, "PUT", srv.url+"/v1/users/dana", tok, `{"username":"dana","timezone":"Asia/Kolkata"}`); st != 201 {
 		t.Fatalf("PUT user = %d %v", st, body)
@@ -560,4 +564,113 @@ func TestEngagementEndToEnd(t *testing.T) {
 			t.Fatalf("the export holds %v; want 2 ActivityRecorded and a PostCreated", types)
 		}
 	}
+}
+
+// TestScaleOutEndToEnd runs the README's scale-out: two API nodes and a worker over DynamoDB
+// Local, NATS JetStream, Redis timelines and the Redis cache. Writes go to one API node and reads
+// to the other; the worker fans out, counts, scores and records activities.
+func TestScaleOutEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	natsURL := os.Getenv("ROOKERY_TEST_NATS_URL")
+	if natsURL == "" {
+		natsURL = "nats://127.0.0.1:4222"
+	}
+	stamp := time.Now().UnixNano()
+	name, prefix := fmt.Sprintf("rookery-scale-%d", stamp), redisPrefix(t)
+	vars := map[string]string{
+		"ROOKERY_STORE": "dynamo", "ROOKERY_DYNAMO_ENDPOINT": dynamotest.Endpoint(t), "ROOKERY_DYNAMO_TABLE": name,
+		"ROOKERY_DYNAMO_REGION": "us-east-1", "ROOKERY_AWS_ACCESS_KEY_ID": "test", "ROOKERY_AWS_SECRET_ACCESS_KEY": "test",
+		"ROOKERY_AUTH_SECRET": strings.Repeat("s", 32),
+		"ROOKERY_EVENTS":      "nats", "ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2",
+		"ROOKERY_TIMELINES": "redis", "ROOKERY_CACHE": "redis", "ROOKERY_REDIS_PREFIX": prefix,
+		"ROOKERY_LEADERBOARD_CACHE": "0s",
+	}
+	command(t, vars, "migrate")
+	t.Cleanup(func() { dynamo.DropTable(ctx, dynamotest.Client(t), name) })
+	t.Cleanup(func() {
+		if l, err := natslog.Open(ctx, natslog.Options{URL: natsURL, Prefix: prefix, Partitions: 2}); err == nil {
+			l.Destroy(ctx)
+			l.Close()
+		}
+	})
+	writer := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
+	reader := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
+	start(t, vars, "--data-dir", t.TempDir(), "--role", "worker")
+	tok := func(sub string) string { return strings.TrimSpace(command(t, vars, "token", "--sub", sub)) }
+	ann, bob := tok("ann"), tok("bob")
+	for u, tk := range map[string]string{"ann": ann, "bob": bob} {
+		if st, body := call(t, "PUT", writer.url+"/v1/users/"+u, tk, `{"username":"`+u+`"}`); st != 201 {
+			t.Fatalf("PUT %s = %d %v", u, st, body)
+		}
+	}
+	if st, body := call(t, "GET", reader.url+"/v1/feed", bob, ""); st != 200 {
+		t.Fatalf("bob's first feed = %d %v", st, body)
+	}
+	if st, body := call(t, "PUT", writer.url+"/v1/users/bob/following/ann", bob, ""); st != 200 {
+		t.Fatalf("follow = %d %v", st, body)
+	}
+	st, post := call(t, "POST", writer.url+"/v1/posts", ann, `{"text":"scaled out"}`)
+	if st != 201 {
+		t.Fatalf("post = %d %v", st, post)
+	}
+	if st, body := call(t, "PUT", writer.url+"/v1/posts/"+post["id"].(string)+"/likes/bob", bob, ""); st != 200 {
+		t.Fatalf("like = %d %v", st, body)
+	}
+	st, act := call(t, "POST", writer.url+"/v1/activities", ann, `{"type":"daily_open","idempotency_key":"open"}`)
+	if st != 201 {
+		t.Fatalf("activity = %d %v", st, act)
+	}
+	// Through the other node: the feed (fanned out by the worker), the streak (the post counted by
+	// the worker as an activity, seen through the shared cache), the counts and the authors board.
+	eventually := func(what string, ok func() (bool, any)) {
+		t.Helper()
+		var last any
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var done bool
+			if done, last = ok(); done {
+				return
+			}
+		}
+		t.Fatalf("%s never held; last: %v", what, last)
+	}
+	eventually("bob's feed holds ann's post", func() (bool, any) {
+		_, body := call(t, "GET", reader.url+"/v1/feed", bob, "")
+		items, _ := body["items"].([]any)
+		return len(items) == 1 && items[0].(map[string]any)["id"] == post["id"], body
+	})
+	eventually("ann's streak counts the open and the post", func() (bool, any) {
+		_, body := call(t, "GET", reader.url+"/v1/users/ann/streak", bob, "")
+		return body["total_points"] == float64(15) && body["current_streak"] == float64(1), body
+	})
+	eventually("ann's follower count", func() (bool, any) {
+		_, body := call(t, "GET", reader.url+"/v1/users/ann", bob, "")
+		return body["follower_count"] == float64(1), body
+	})
+	eventually("the authors board", func() (bool, any) {
+		_, body := call(t, "GET", reader.url+"/v1/leaderboards/authors", bob, "")
+		items, _ := body["items"].([]any)
+		return len(items) == 1 && items[0].(map[string]any)["score"] == float64(11), body
+	})
+	if st, body := call(t, "GET", reader.url+"/readyz", "", ""); st != 200 {
+		t.Fatalf("readyz = %d %v", st, body)
+	}
+}
+
+// redisPrefix returns a prefix of Redis keys for one test; the test's keys (timelines, cache, rate
+// limits) are deleted when it ends.
+func redisPrefix(t *testing.T) string {
+	t.Helper()
+	prefix := fmt.Sprintf("rookerye2e_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+		defer client.Close()
+		ctx := context.Background()
+		if err := tlredis.New(client, tlredis.Options{Prefix: prefix}).Drop(ctx); err != nil {
+			t.Errorf("cleaning up Redis timelines: %v", err)
+		}
+		if err := cacheredis.New(client, prefix).Drop(ctx); err != nil {
+			t.Errorf("cleaning up the Redis cache: %v", err)
+		}
+	})
+	return prefix
 }
