@@ -75,24 +75,33 @@ type Exporter struct {
 	o Options
 
 	mu      sync.Mutex
-	gen     int64               // the current journal generation
-	journal *os.File            // its file
-	rows    []Row               // its rows
-	bytes   int64               // their payload bytes
-	first   time.Time           // when its first row came
-	seen    map[string]int64    // event id -> generation, for the current and kept generations
-	synced  int64               // bytes of the journal known synced
-	written int64               // bytes of the journal written
-	syncing *sync.Cond          // signalled when a sync ends
-	inSync  bool                // a sync is running
-	roll    chan struct{}       // asks the roller to roll now
-	rolled  map[int64]time.Time // kept rolled generations, and when they were rolled
-	stop    context.CancelFunc
-	done    chan struct{}
-	errs    chan error
+	gen     int64            // the current journal generation
+	journal *os.File         // its file
+	rows    []Row            // its rows
+	bytes   int64            // their payload bytes
+	first   time.Time        // when its first row came
+	seen    map[string]int64 // event id -> generation, for the current and kept generations
+	synced  int64            // bytes of the journal known synced
+	written int64            // bytes of the journal written
+	syncing *sync.Cond       // signalled when a sync ends
+	inSync  bool             // a sync is running
+	roll    chan struct{}    // asks the roller to roll now
+	// unrolled are the closed generations whose files are not written yet (more than one only when
+	// writing failed); guarded by mu.
+	unrolled []generation
+	rolled   map[int64]time.Time // kept rolled generations, and when they were rolled
+	stop     context.CancelFunc
+	done     chan struct{}
+	errs     chan error
 }
 
 const journalDir = "_journal"
+
+// generation is a closed journal generation and its rows.
+type generation struct {
+	gen  int64
+	rows []Row
+}
 
 // Open starts an Exporter over o.Dir: it rolls the journals a crash left, and starts the roller.
 func Open(o Options) (*Exporter, error) {
@@ -358,33 +367,44 @@ func (e *Exporter) roller(ctx context.Context) {
 // Events handled meanwhile go to the new one.
 func (e *Exporter) Roll() error {
 	e.mu.Lock()
-	if len(e.rows) == 0 {
-		e.mu.Unlock()
-		return nil
+	if len(e.rows) > 0 {
+		for e.inSync {
+			e.syncing.Wait()
+		}
+		gen, rows, f := e.gen, e.rows, e.journal
+		err := f.Sync()
+		if err == nil {
+			err = e.startJournal()
+		}
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
+		f.Close()
+		e.unrolled = append(e.unrolled, generation{gen, rows})
 	}
-	for e.inSync {
-		e.syncing.Wait()
-	}
-	gen, rows, f := e.gen, e.rows, e.journal
-	err := f.Sync()
-	if err == nil {
-		err = e.startJournal()
-	}
+	pending := e.unrolled
 	e.mu.Unlock()
-	if err != nil {
-		return err
+	// Generations whose files could not be written before (a full disk) go first, in order.
+	for len(pending) > 0 {
+		g := pending[0]
+		if err := e.writeFiles(g.gen, g.rows); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		err := e.finishJournal(g.gen)
+		if err == nil {
+			e.unrolled = e.unrolled[1:]
+			e.rolled[g.gen] = e.o.Clock.Now()
+			err = e.pruneJournals()
+		}
+		pending = e.unrolled
+		e.mu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
-	f.Close()
-	if err := e.writeFiles(gen, rows); err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.finishJournal(gen); err != nil {
-		return err
-	}
-	e.rolled[gen] = e.o.Clock.Now()
-	return e.pruneJournals()
+	return nil
 }
 
 // writeFiles writes rows of generation gen, one file per date; a date whose file exists is done.

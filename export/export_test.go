@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,47 @@ func TestDuckDBReadsTheExport(t *testing.T) {
 		`{"column_name":"exported_at","column_type":"TIMESTAMP WITH TIME ZONE"},{"column_name":"dt","column_type":"DATE"}]`
 	if got != want {
 		t.Errorf("schema:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestRollRetriesAfterAFailedWrite: a generation whose file cannot be written (here the date's
+// directory is taken by a file) is written by a later roll, before the newer generation.
+func TestRollRetriesAfterAFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	e, err := export.Open(export.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	blocker := filepath.Join(dir, "dt=2026-11-20")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Handle(ctx, event(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Roll(); err == nil {
+		t.Fatal("a roll into a directory taken by a file succeeded")
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Handle(ctx, event(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := export.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.EventID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{event(0).ID, event(3).ID}) {
+		t.Fatalf("exported %v", ids)
 	}
 }
