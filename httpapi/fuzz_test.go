@@ -23,6 +23,12 @@ func FuzzHandler(f *testing.F) {
 		{"PUT", "/v1/posts/P/likes/alice", "{}"},
 		{"POST", "/v1/posts", `{"text":1e400}`},
 		{"POST", "/v1/posts", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["},
+		{"POST", "/v1/activities", `{"type":"daily_open","idempotency_key":"k","occurred_at":"2026-11-22T10:00:00Z","source":"web"}`},
+		{"GET", "/v1/users/alice/points?days=7", ""},
+		{"GET", "/v1/users/alice/streak", ""},
+		{"GET", "/v1/leaderboards/authors?period=week&at=2026-11-22&limit=5", ""},
+		{"GET", "/v1/leaderboards/streaks?limit=5", ""},
+		{"POST", "/v1/admin/streaks/repair", `{"from":"2026-11-20T00:00:00Z","to":"2026-11-21T00:00:00Z"}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, false)
