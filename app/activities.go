@@ -288,7 +288,10 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		}
 		now := a.clock.Now().UTC()
 		day := streak.DateOf(act.at, locationOf(streak.ZoneAt(act.at, rec.Zone, rec.Changes)))
-		counts := streak.Counts(act.at, rec.Changes)
+		// An activity counts toward the streak unless zone changes forbid it, or it is for a day the
+		// streak has settled (only a consumer far behind can be that late); the daily record says
+		// the same, so that recomputing from daily records (repair) agrees.
+		counts := streak.Counts(act.at, rec.Changes) && !rec.State.Settles(day)
 		old := rec.Version
 		if counts {
 			rec.State.Add(day)

@@ -154,10 +154,14 @@ type State struct {
 	Excused []Date // excused days, ascending
 }
 
-// Add records activity on day d and reports whether d is a new active day. A day at or before the
-// settled horizon is not new (it arrived too late to change the streak).
+// Settles reports whether day d is at or before the settled horizon: activity on it arrives too
+// late to change the streak.
+func (st *State) Settles(d Date) bool { return st.Settled.Current > 0 && d <= st.Settled.Last }
+
+// Add records activity on day d and reports whether d is a new active day. A day the state
+// settles is not new.
 func (st *State) Add(d Date) bool {
-	if st.Settled.Current > 0 && d <= st.Settled.Last {
+	if st.Settles(d) {
 		return false
 	}
 	i, found := slices.BinarySearch(st.Recent, d)
