@@ -56,16 +56,8 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			tab := open(t)
-			raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
-			log := eventstest.Twice(raw)
-			var seq atomic.Int64
-			outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
-			a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock,
-				IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+			w := newTwiceWorld(t, app.Deps{Table: tab})
+			a := w.a
 			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
 
 			const users = 8
@@ -81,7 +73,7 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 				}
 				posts[i] = p.ID
 			}
-			pipeline := eventstest.RunPipeline(t, outbox, log, a.Consumers())
+			pipeline := w.run(t)
 
 			ops := 400
 			if name == "dynamodb" {
@@ -159,10 +151,40 @@ func TestCountsAreExactUnderConcurrencyAndRedelivery(t *testing.T) {
 					t.Errorf("u%d: follower_count %d (true %d), following_count %d (true %d)", i, u.FollowerCount, followers[i], u.FollowingCount, following[i])
 				}
 			}
-			if dl, _ := raw.DeadLetters(ctx, app.CountersGroup, "", 10); len(dl) != 0 {
+			if dl, _ := w.log.DeadLetters(ctx, app.CountersGroup, "", 10); len(dl) != 0 {
 				t.Fatalf("dead letters: %+v", dl)
 			}
 			t.Logf("%d follow edges and %d likes after %d concurrent operations, every event delivered twice: all counts exact", edges, likes, ops)
 		})
 	}
+}
+
+// twiceWorld is an App whose events go through an in-memory log that delivers every event twice
+// (eventstest.Twice), for the tests that prove the consumers idempotent.
+type twiceWorld struct {
+	a      *app.App
+	outbox *events.Outbox
+	log    events.Log
+}
+
+// newTwiceWorld returns the App over d (Table set; Events, Outbox, Clock and IDs are filled in).
+func newTwiceWorld(t *testing.T, d app.Deps) *twiceWorld {
+	t.Helper()
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	w := &twiceWorld{log: eventstest.Twice(raw)}
+	w.outbox = &events.Outbox{Table: d.Table, Log: w.log, Shards: 4, Poll: 10 * time.Millisecond}
+	var seq atomic.Int64
+	d.Events, d.Outbox, d.Clock = w.log, w.outbox, rookery.SystemClock
+	d.IDs = func() string { return fmt.Sprintf("%020d", seq.Add(1)) }
+	w.a = app.New(d)
+	return w
+}
+
+// run starts the relay and the App's consumers.
+func (w *twiceWorld) run(t *testing.T) *eventstest.Pipeline {
+	return eventstest.RunPipeline(t, w.outbox, w.log, w.a.Consumers())
 }

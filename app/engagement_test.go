@@ -14,9 +14,6 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/cache"
-	"github.com/rookery/rookery/events"
-	"github.com/rookery/rookery/events/embedded"
-	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/streak"
 )
 
@@ -133,18 +130,8 @@ func TestAuthorLeaderboardWithDeletesAndUnlikes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			tab := open(t)
-			raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
-			log := eventstest.Twice(raw)
-			outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
-			var seq int64
-			var mu sync.Mutex
-			a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock,
-				IDs: func() string { mu.Lock(); defer mu.Unlock(); seq++; return fmt.Sprintf("%020d", seq) }})
-			pipeline := eventstest.RunPipeline(t, outbox, log, a.Consumers())
+			w := newTwiceWorld(t, app.Deps{Table: tab})
+			a, pipeline := w.a, w.run(t)
 			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
 			for _, u := range []string{"ann", "bob", "cat"} {
 				if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: u + "_"}); err != nil {

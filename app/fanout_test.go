@@ -2,17 +2,12 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
-	"github.com/rookery/rookery/events"
-	"github.com/rookery/rookery/events/embedded"
-	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
@@ -22,18 +17,10 @@ import (
 func TestFanoutAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	tab := backends["pebble"](t)
-	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	log := eventstest.Twice(raw)
 	tl := tablestore.New(tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
-	var seq atomic.Int64
-	outbox := &events.Outbox{Table: tab, Log: log, Shards: 4, Poll: 10 * time.Millisecond}
-	a := app.New(app.Deps{Table: tab, Events: log, Outbox: outbox, Clock: rookery.SystemClock, Timelines: tl, CelebrityThreshold: 2,
-		IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
-	eventstest.RunPipeline(t, outbox, log, a.Consumers())
+	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, CelebrityThreshold: 2})
+	a := w.a
+	w.run(t)
 
 	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
 	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
