@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -110,14 +111,30 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 }
 
 // mergeRecent merges author's recent posts (up to followMerge) into reader's timeline, if it exists
-// and reader still follows author. If author has older posts too, the timeline is first cut below
-// the oldest merged one, so that it stays complete above its oldest entry (app/feed.go); reads
-// below the cut pull.
+// and reader still follows author, keeping it complete above its oldest entry (app/feed.go): if
+// author has older posts too, the timeline is first cut below the oldest merged one, and posts older
+// than the timeline's oldest entry stay out (timeline.Store.Merge: trims may have taken others'
+// posts from below it). Reads below the oldest entry pull. An empty timeline (a new reader's) is
+// filled instead from everyone the reader follows, as a rebuild would.
 func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 	if _, err := a.table.Get(ctx, followKey(reader, author)); rookery.IsKind(err, rookery.NotFound) {
 		return nil // unfollowed since
 	} else if err != nil {
 		return err
+	}
+	top, err := a.timelines.Page(ctx, reader, timeline.Entry{}, 1)
+	if err != nil || !top.Exists {
+		return err
+	}
+	if len(top.Entries) == 0 {
+		following, err := a.followingOf(ctx, reader)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(following, author) { // the index may lag the edge just read
+			following = append(following, author)
+		}
+		return a.fill(ctx, reader, following)
 	}
 	entries, more, err := a.queryAuthorPosts(ctx, author, timeline.Entry{}, followMerge)
 	if err != nil {
@@ -128,5 +145,5 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 			return err
 		}
 	}
-	return a.timelines.Add(ctx, reader, entries)
+	return a.timelines.Merge(ctx, reader, entries)
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -123,5 +124,83 @@ func TestFanoutAndCleanup(t *testing.T) {
 				t.Fatalf("%s's timeline holds the celebrity's post", u)
 			}
 		}
+	}
+}
+
+// TestMergeAfterTrimLeavesNoHole: the cleanup consumer handles a reader's follow and unfollow
+// events in either order (their keys differ). Here the follow merge of an author whose only post is
+// old runs after a merge trimmed the timeline and an unfollow made room in it: the old post must not
+// go in under the trimmed entries, or the feed would skip them (found by the feed model test).
+func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
+	ctx := context.Background()
+	tab := backends["pebble"](t)
+	tl := tablestore.New(tab, tablestore.Options{Limits: timeline.Limits{Cap: 4}})
+	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, TimelineCap: 4})
+	a := w.a // no pipeline: the test applies the cleanup events itself, in the order it wants
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	for _, u := range []string{"r", "old", "u3", "u1"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(u string) string {
+		t.Helper()
+		p, _, err := a.CreatePost(as(u), app.PostInput{Text: "post by " + u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct milliseconds
+		return p.ID
+	}
+	follow := func(u, v string) {
+		t.Helper()
+		if _, err := a.Follow(as(u), u, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pOld := post("old")
+	p12 := post("u3")
+	p18 := post("r")
+	p22 := post("u3")
+	p26 := post("r")
+	follow("r", "u3")
+	read := func() []string {
+		t.Helper()
+		page, err := a.Feed(as("r"), "", 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range page.Items {
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
+	if got := read(); !slices.Equal(got, []string{p26, p22, p18, p12}) { // the rebuild fills the cap
+		t.Fatalf("first read %v", got)
+	}
+	p30 := post("u1")
+	follow("r", "u1")
+	event := func(typ, follower, followee string) rookery.Event {
+		b, _ := json.Marshal(app.FollowPayload{FollowerID: follower, FolloweeID: followee, At: rookery.Time{Time: time.Now()}})
+		return rookery.Event{ID: typ + follower + followee, Type: typ, Payload: b}
+	}
+	apply := func(ev rookery.Event) {
+		t.Helper()
+		if err := a.ApplyTimelineCleanup(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(event(app.FollowCreated, "r", "u1")) // merges p30: the trim takes p12 out
+	if err := a.Unfollow(as("r"), "r", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	follow("r", "old")
+	apply(event(app.FollowDeleted, "r", "u1"))  // takes p30 out: room under the cap
+	apply(event(app.FollowCreated, "r", "old")) // pOld is older than the oldest entry: it stays out
+	want := []string{p26, p22, p18, p12, pOld}
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("feed %v; want %v (p30 %s)", got, want, p30)
 	}
 }

@@ -202,13 +202,19 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 	if err := r.loadFollowing(ctx); err != nil {
 		return err
 	}
-	sources := append(slices.Clone(r.following), r.reader)
-	per := min(max(2*r.a.timelineCap/len(sources), 10), table.MaxQueryLimit)
-	pulled, floor, err := r.a.authorPosts(ctx, sources, timeline.Entry{}, per)
+	return r.a.fill(ctx, r.reader, r.following)
+}
+
+// fill adds to reader's existing timeline the newest posts of everyone in following and the
+// reader's own that one pull brings completely: the entries above the pull's floor.
+func (a *App) fill(ctx context.Context, reader string, following []string) error {
+	sources := append(slices.Clone(following), reader)
+	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
+	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per)
 	if err != nil {
 		return err
 	}
-	return r.a.timelines.Add(ctx, r.reader, above(pulled, floor))
+	return a.timelines.Add(ctx, reader, above(pulled, floor))
 }
 
 // above returns the entries that are not older than floor (all if floor is zero), each post once,
@@ -296,18 +302,24 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 	if r.following != nil {
 		return nil
 	}
+	following, err := r.a.followingOf(ctx, r.reader)
+	if err == nil {
+		r.following = following
+	}
+	return err
+}
+
+// followingOf reads everyone user follows (the GSI1 index: eventually consistent on DynamoDB).
+func (a *App) followingOf(ctx context.Context, user string) ([]string, error) {
 	following := []string{}
-	q := table.Query{Index: "GSI1", PK: followingPK(r.reader), Limit: table.MaxQueryLimit}
-	err := table.EachPage(ctx, r.a.table, q, func(items []table.Item) error {
+	q := table.Query{Index: "GSI1", PK: followingPK(user), Limit: table.MaxQueryLimit}
+	err := table.EachPage(ctx, a.table, q, func(items []table.Item) error {
 		for _, it := range items {
 			following = append(following, it.String("followee_id"))
 		}
 		return nil
 	})
-	if err == nil {
-		r.following = following
-	}
-	return err
+	return following, err
 }
 
 // loadCelebrities finds which authors of the celebrity registry the reader follows (Gets, so a

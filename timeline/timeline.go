@@ -83,7 +83,15 @@ type Store interface {
 	Create(ctx context.Context, user string, entries []Entry) error
 
 	// Add adds entries to user's timeline if it exists and trims it to exactly the cap, newest kept.
+	// It is for a complete set of entries (a rebuild's pull); to add one author's posts use Merge.
 	Add(ctx context.Context, user string, entries []Entry) error
+
+	// Merge adds the entries that are newer than the oldest entry of user's timeline, if it exists,
+	// and trims it to exactly the cap, newest kept; an empty timeline takes none. Entries below the
+	// oldest one would sit under posts of others that trims took away: the timeline would no longer
+	// hold everything above its oldest entry, which the read path relies on (it pulls below it).
+	// The oldest entry is read and checked in one atomic step with the write.
+	Merge(ctx context.Context, user string, entries []Entry) error
 
 	// DropOlder removes the entries of user's timeline older than e.
 	DropOlder(ctx context.Context, user string, e Entry) error

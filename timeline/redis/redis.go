@@ -84,6 +84,21 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
 redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
 return 1`)
 
+// merge is add for the pairs newer than the timeline's oldest entry (rank 1; an empty timeline
+// takes none). Equal scores order by member, as post ids do.
+var merge = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local low = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
+if #low == 0 then return 1 end
+local lm, ls = low[1], tonumber(low[2])
+for i = 3, #ARGV, 2 do
+  local sc = tonumber(ARGV[i])
+  if sc > ls or (sc == ls and ARGV[i+1] > lm) then redis.call('ZADD', KEYS[1], sc, ARGV[i+1]) end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
+return 1`)
+
 func (s *Store) addArgs(entries []timeline.Entry) []any {
 	args := []any{time.Now().Add(-s.ttl).UnixMilli(), s.cap}
 	for _, e := range entries {
@@ -144,6 +159,23 @@ func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) 
 	if err != nil || n == 0 {
 		return translate(op, err)
 	}
+	return translate(op, s.hold(ctx, []any{user}, entries))
+}
+
+// Merge implements timeline.Store: one script reads the oldest entry and adds the newer ones.
+func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "redis.Merge"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	n, err := merge.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
+	if err != nil || n == 0 {
+		return translate(op, err)
+	}
+	// The post index may name a timeline that did not take the post: RemovePost then finds nothing.
 	return translate(op, s.hold(ctx, []any{user}, entries))
 }
 

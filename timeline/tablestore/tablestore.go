@@ -16,6 +16,7 @@ package tablestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -296,6 +297,49 @@ func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) 
 	}
 	if err := s.write(ctx, writes); err != nil {
 		return err
+	}
+	return s.trim(ctx, user)
+}
+
+// Merge implements timeline.Store: it reads the oldest entry, and writes the newer entries in
+// transactions that check that entry is still there (a trim took it otherwise: read again).
+func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "tablestore.Merge"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if ok, err := s.Exists(ctx, user); err != nil || !ok {
+		return err
+	}
+	entries = newest(entries, s.cap)
+	for done := 0; done < len(entries); {
+		q := s.entries(user, false)
+		q.Limit = 1
+		p, err := s.t.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		if len(p.Items) == 0 {
+			break // empty: it takes none
+		}
+		oldest := p.Items[0]
+		floor := entryOf(oldest)
+		writes := []table.Write{table.CheckWrite(oldest.Key(), table.Exists(table.PK))}
+		n := done
+		for ; n < len(entries) && len(writes) < table.MaxTransact; n++ {
+			if floor.Older(entries[n]) {
+				writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, entries[n])))
+			}
+		}
+		if len(writes) > 1 {
+			var ce *table.ConditionError
+			if err := s.t.TransactWrite(ctx, writes); errors.As(err, &ce) {
+				continue // the oldest entry went (a trim): read it again
+			} else if err != nil {
+				return err
+			}
+		}
+		done = n
 	}
 	return s.trim(ctx, user)
 }

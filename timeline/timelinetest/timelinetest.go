@@ -47,6 +47,7 @@ func Run(t *testing.T, open Factory) {
 		{"paging while entries arrive neither repeats nor skips", testPagingWhilePushing},
 		{"add merges into an existing timeline and trims it to exactly the cap", testAdd},
 		{"drop older cuts a timeline below an entry, ties included", testDropOlder},
+		{"merge adds only above the oldest entry, so the timeline stays complete above it", testMerge},
 		{"bad users and limits are invalid", testInvalid},
 	}
 	for _, tc := range tests {
@@ -393,4 +394,48 @@ func testInactive(t *testing.T, s timeline.Store) {
 		t.Fatalf("a timeline unread for twice the inactivity period exists: %v, %v", ok, err)
 	}
 	same(t, "the timeline read all along", all(t, s, "read", 10), ids(2, 1))
+}
+
+func testMerge(t *testing.T, s timeline.Store) {
+	entries := func(ns ...int) []timeline.Entry {
+		var es []timeline.Entry
+		for _, n := range ns {
+			es = append(es, entry(n))
+		}
+		return es
+	}
+	merge := func(user string, ns ...int) {
+		t.Helper()
+		if err := s.Merge(ctx, user, entries(ns...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge("missing", 1)
+	if ok, _ := s.Exists(ctx, "missing"); ok {
+		t.Fatal("merge created a timeline")
+	}
+	create(t, s, "empty")
+	merge("empty", 1, 2)
+	same(t, "an empty timeline after a merge", all(t, s, "empty", 100), nil)
+
+	// A full timeline takes cap newer entries (2000, 2002, ... 2058): the exact trim takes every
+	// older one away.
+	var full, newer []int
+	for n := range capacity {
+		full, newer = append(full, 1000+2*n), append(newer, 2000+2*n)
+	}
+	create(t, s, "u", full...)
+	if err := s.Add(ctx, "u", entries(newer...)); err != nil {
+		t.Fatal(err)
+	}
+	// Removals make room: 2040..2058 are left, and below 2040 the timeline says nothing.
+	for _, n := range newer[:20] {
+		if err := s.Remove(ctx, "u", entry(n).PostID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One author's posts: 2045 (above the oldest entry) goes in; 2040 is there already; 2031 and
+	// 1001 would sit under the entries the trim took, so they stay out (the read pulls down there).
+	merge("u", 2045, 2040, 2031, 1001)
+	same(t, "after the merge", all(t, s, "u", 100), ids(2058, 2056, 2054, 2052, 2050, 2048, 2046, 2045, 2044, 2042, 2040))
 }
