@@ -147,7 +147,7 @@ func (r *feedRead) candidates(ctx context.Context, before timeline.Entry, n int)
 	if err := r.loadFollowing(ctx); err != nil {
 		return nil, floor, false, err
 	}
-	pulled, floor, err := r.a.authorPosts(ctx, append(slices.Clone(r.following), r.reader), before, n)
+	pulled, floor, err := r.a.authorPosts(ctx, append(slices.Clone(r.following), r.reader), before, n, r.a.authorPage)
 	if err != nil {
 		return nil, floor, false, err
 	}
@@ -160,7 +160,7 @@ func (r *feedRead) withStored(ctx context.Context, stored []timeline.Entry, befo
 	if err := r.loadCelebrities(ctx); err != nil {
 		return nil, floor, false, err
 	}
-	pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n)
+	pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n, r.a.authorPage)
 	if err != nil {
 		return nil, floor, false, err
 	}
@@ -206,11 +206,14 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 }
 
 // fill adds to reader's existing timeline the newest posts of everyone in following and the
-// reader's own that one pull brings completely: the entries above the pull's floor.
+// reader's own that one pull brings completely: the entries above the pull's floor. It queries the
+// author timelines rather than the in-process cache of them: what a timeline stores must not lag
+// (a post another process made a moment ago, whose fan-out skipped this timeline, would be missing
+// above the timeline's oldest entry for good).
 func (a *App) fill(ctx context.Context, reader string, following []string) error {
 	sources := append(slices.Clone(following), reader)
 	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
-	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per)
+	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, a.authorPageFresh)
 	if err != nil {
 		return err
 	}
@@ -238,7 +241,7 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 // authorPosts reads, from the author timeline of each of authors, up to n posts older than before
 // (zero: from the newest), as entries; floor is the highest last entry of an author that may have
 // more (zero if none may): the merged entries are complete down to it.
-func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int) (all []timeline.Entry, floor timeline.Entry, err error) {
+func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int, page authorPager) (all []timeline.Entry, floor timeline.Entry, err error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, pullParallelism)
@@ -247,7 +250,7 @@ func (a *App) authorPosts(ctx context.Context, authors []string, before timeline
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			es, complete, perr := a.authorPage(ctx, author, before, n)
+			es, complete, perr := page(ctx, author, before, n)
 			mu.Lock()
 			defer mu.Unlock()
 			if perr != nil {

@@ -101,6 +101,16 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 	return es, !more, nil
 }
 
+// authorPager reads up to n of author's posts older than before, newest first, and whether they
+// are all there are: authorPage (through the cache, for reads) or authorPageFresh (for writes).
+type authorPager func(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error)
+
+// authorPageFresh is authorPage without the cache.
+func (a *App) authorPageFresh(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
+	es, more, err := a.queryAuthorPosts(ctx, author, before, n)
+	return es, !more, err
+}
+
 // queryAuthorPosts reads up to limit of author's posts older than before (zero: from the newest),
 // newest first, from the posts-by-author index; more reports that there may be older ones.
 func (a *App) queryAuthorPosts(ctx context.Context, author string, before timeline.Entry, limit int) (es []timeline.Entry, more bool, err error) {
