@@ -90,18 +90,9 @@ func TestFanoutAndCleanup(t *testing.T) {
 	}
 	// The merge stores only what lies above the timeline's oldest entry (a fan-out may have put p2
 	// there first); the feed shows both either way.
-	read := func(u string) []string {
-		page, err := a.Feed(as(u), "", 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, p := range page.Items {
-			ids = append(ids, p.ID)
-		}
-		return ids
-	}
-	eventually("merge on follow", func() bool { return len(feed("f3")) > 0 && slices.Equal(read("f3"), []string{p2, p1}) })
+	eventually("merge on follow", func() bool {
+		return len(feed("f3")) > 0 && slices.Equal(feedIDs(t, a, "f3"), []string{p2, p1})
+	})
 	// A deleted post leaves every timeline; an unfollow, a mute and a block take the author out.
 	if err := a.DeletePost(as("author"), p1); err != nil {
 		t.Fatal(err)
@@ -179,19 +170,7 @@ func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
 	p22 := post("u3")
 	p26 := post("r")
 	follow("r", "u3")
-	read := func() []string {
-		t.Helper()
-		page, err := a.Feed(as("r"), "", 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, p := range page.Items {
-			ids = append(ids, p.ID)
-		}
-		return ids
-	}
-	if got := read(); !slices.Equal(got, []string{p26, p22, p18, p12}) { // the rebuild fills the cap
+	if got := feedIDs(t, a, "r"); !slices.Equal(got, []string{p26, p22, p18, p12}) { // the rebuild fills the cap
 		t.Fatalf("first read %v", got)
 	}
 	p30 := post("u1")
@@ -214,7 +193,21 @@ func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
 	apply(event(app.FollowDeleted, "r", "u1"))  // takes p30 out: room under the cap
 	apply(event(app.FollowCreated, "r", "old")) // pOld is older than the oldest entry: it stays out
 	want := []string{p26, p22, p18, p12, pOld}
-	if got := read(); !slices.Equal(got, want) {
+	if got := feedIDs(t, a, "r"); !slices.Equal(got, want) {
 		t.Fatalf("feed %v; want %v (p30 %s)", got, want, p30)
 	}
+}
+
+// feedIDs reads the first page (20) of user's home feed and returns its post ids.
+func feedIDs(t *testing.T, a *app.App, user string) []string {
+	t.Helper()
+	page, err := a.Feed(rookery.WithCaller(context.Background(), rookery.Caller{UserID: user}), "", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range page.Items {
+		ids = append(ids, p.ID)
+	}
+	return ids
 }
