@@ -144,10 +144,8 @@ func (r streakRecord) item(shards int) table.Item {
 	k := streakKey(r.User)
 	state, _ := json.Marshal(r)
 	sum := r.State.Summary()
-	it := table.Item{table.PK: k.PK, table.SK: k.SK, "user_id": r.User, "record": string(state), "version": r.Version,
-		"current_streak": int64(sum.Current), "longest_streak": int64(sum.Longest), "total_points": r.Points, "timezone": r.Zone}
+	it := table.Item{table.PK: k.PK, table.SK: k.SK, "user_id": r.User, "record": string(state), "version": r.Version}
 	if sum.Current > 0 {
-		it["last_activity_date"] = sum.Last.String()
 		it["GSI2PK"], it["GSI2SK"] = streakBoardKeys(r.User, sum.Current, shards)
 	}
 	return it
@@ -160,6 +158,15 @@ func streakFromItem(it table.Item) (streakRecord, error) {
 }
 
 func (r streakRecord) location() *time.Location { return locationOf(r.Zone) }
+
+// locationOf loads an IANA zone; zones are validated when stored, so a failure means UTC.
+func locationOf(zone string) *time.Location {
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
 
 // view returns the record as the API shows it at time now.
 func (r streakRecord) view(now time.Time) Streak {

@@ -40,8 +40,7 @@ import (
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
 //	Celebrity       CELEBRITIES            <author>    (fan-out skipped a post of author: merged at read)
 //	Streak record   STREAK#<user>          META        user_id, record (JSON: streak state, zone and
-//	                                                   its recent changes, points), version,
-//	                                                   current_streak, longest_streak, total_points;
+//	                                                   its recent changes, points), version;
 //	                                                   GSI2 TOPSTREAKS#<shard> / <streak 9>#<user>
 //	Activity claim  ACTKEY#<user>#<sha256> -           activity_id, points, ttl (90 days)
 //	Activity        ACT#<user>             EV#<ts>#<id> type, source, points, occurred_at, ttl (90 d)

@@ -134,11 +134,3 @@ func (a *App) streakDays(ctx context.Context, user string) ([]streak.Date, error
 	})
 	return days, err
 }
-
-func locationOf(zone string) *time.Location {
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return time.UTC
-	}
-	return loc
-}

@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -442,34 +441,36 @@ func writeParquet(dir, final string, rows []Row) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	w := parquet.NewGenericWriter[Row](bw)
-	for chunk := range slices.Chunk(rows, 10_000) {
-		if _, err := w.Write(chunk); err != nil {
-			tmp.Close()
-			return err
-		}
+	defer os.Remove(tmp.Name()) // after the rename there is nothing left to remove
+	err = encodeParquet(tmp, rows)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := w.Close(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// encodeParquet writes rows to f as one Parquet file and syncs it.
+func encodeParquet(f *os.File, rows []Row) error {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := parquet.NewGenericWriter[Row](bw)
+	for chunk := range slices.Chunk(rows, 10_000) {
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // finishJournal marks generation gen rolled.
@@ -549,8 +550,5 @@ func ReadDir(dir string) ([]Row, error) {
 		rows = append(rows, rs...)
 		return nil
 	})
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
 	return rows, err
 }

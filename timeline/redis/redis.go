@@ -148,34 +148,28 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 
 // Add implements timeline.Store.
 func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
-	const op rookery.Op = "redis.Add"
-	if err := checkUser(op, user); err != nil {
-		return err
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	n, err := add.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
-	if err != nil || n == 0 {
-		return translate(op, err)
-	}
-	return translate(op, s.hold(ctx, []any{user}, entries))
+	return s.addWith(ctx, "redis.Add", add, user, entries)
 }
 
 // Merge implements timeline.Store: one script reads the oldest entry and adds the newer ones.
 func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
-	const op rookery.Op = "redis.Merge"
+	return s.addWith(ctx, "redis.Merge", merge, user, entries)
+}
+
+// addWith runs script (add or merge) for entries on user's timeline and records the holder in the
+// post index. The index may name a timeline that did not take a post (merge left it out): RemovePost
+// then finds nothing to remove there.
+func (s *Store) addWith(ctx context.Context, op rookery.Op, script *goredis.Script, user string, entries []timeline.Entry) error {
 	if err := checkUser(op, user); err != nil {
 		return err
 	}
 	if len(entries) == 0 {
 		return nil
 	}
-	n, err := merge.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
+	n, err := script.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
 	if err != nil || n == 0 {
 		return translate(op, err)
 	}
-	// The post index may name a timeline that did not take the post: RemovePost then finds nothing.
 	return translate(op, s.hold(ctx, []any{user}, entries))
 }
 
