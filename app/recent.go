@@ -15,10 +15,21 @@ import (
 // once when this process creates or deletes one of their posts or fans one out; a post deleted
 // elsewhere is hidden anyway by the read path's batch read of the posts. So a cached slice lags the
 // truth by at most recentTTL, and only by missing the newest posts of another API process's writes.
+//
+// A query that raced a forget must not fill the cache: it may have read the index before the post
+// that caused the forget was committed. Each forget stamps the author with a new value of a
+// counter; a query notes the author's stamp (and the epoch of the stamps) before it runs, and its
+// result is kept only if neither changed.
 type recentPosts struct {
 	mu      sync.Mutex
 	authors map[string]recentEntry
+	stamps  map[string]uint64 // author -> counter value of their last forget
+	counter uint64
+	epoch   uint64 // bumped when stamps is cleared (it is bounded like authors)
 }
+
+// recentStamp is what a query notes before it runs.
+type recentStamp struct{ stamp, epoch uint64 }
 
 type recentEntry struct {
 	entries  []timeline.Entry // newest first
@@ -42,9 +53,20 @@ func (c *recentPosts) get(author string) (recentEntry, bool) {
 	return e, true
 }
 
-func (c *recentPosts) put(author string, e recentEntry) {
+// stamp returns author's stamp, to pass to put after the query.
+func (c *recentPosts) stamp(author string) recentStamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return recentStamp{c.stamps[author], c.epoch}
+}
+
+// put caches e for author, unless author was forgotten since s was taken.
+func (c *recentPosts) put(author string, e recentEntry, s recentStamp) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s != (recentStamp{c.stamps[author], c.epoch}) {
+		return
+	}
 	if c.authors == nil {
 		c.authors = map[string]recentEntry{}
 	}
@@ -62,6 +84,11 @@ func (c *recentPosts) forget(author string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.authors, author)
+	if c.stamps == nil || len(c.stamps) >= 2*recentAuthors {
+		c.stamps, c.epoch = map[string]uint64{}, c.epoch+1
+	}
+	c.counter++
+	c.stamps[author] = c.counter
 }
 
 // authorPage returns up to n of author's posts older than before (zero: from the newest), newest
@@ -88,12 +115,13 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 	if before.PostID == "" {
 		limit = max(n, recentPerUser)
 	}
+	stamp := a.recent.stamp(author)
 	es, more, err := a.queryAuthorPosts(ctx, author, before, limit)
 	if err != nil {
 		return nil, false, err
 	}
 	if before.PostID == "" {
-		a.recent.put(author, recentEntry{entries: es, complete: !more, at: time.Now()})
+		a.recent.put(author, recentEntry{entries: es, complete: !more, at: time.Now()}, stamp)
 	}
 	if len(es) > n {
 		return es[:n], false, nil
