@@ -227,7 +227,7 @@ func (l *Log) Subscribe(ctx context.Context, group string, opts events.Subscribe
 		return nil, translate(op, err)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &subscription{ackWait: opts.AckWait, msgs: make(chan jetstream.Msg), cancel: cancel, held: map[*delivery]bool{}, demand: make(chan struct{})}
+	s := &subscription{ackWait: opts.AckWait, msgs: make(chan pulled), cancel: cancel, held: map[*delivery]bool{}, demand: make(chan struct{})}
 	for _, c := range cs {
 		s.wg.Add(1)
 		go s.pull(sctx, c)
@@ -237,7 +237,7 @@ func (l *Log) Subscribe(ctx context.Context, group string, opts events.Subscribe
 
 type subscription struct {
 	ackWait time.Duration
-	msgs    chan jetstream.Msg
+	msgs    chan pulled
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	// waiting counts Next calls waiting for a message; pullers fetch only while it is positive, so
@@ -273,6 +273,7 @@ func (s *subscription) pull(ctx context.Context, c jetstream.Consumer) {
 			continue
 		}
 		m, err := c.Next(jetstream.FetchMaxWait(250 * time.Millisecond))
+		fetched := time.Now() // the ack wait runs from about here, not from when a Next takes it
 		if err != nil {
 			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
 				time.Sleep(100 * time.Millisecond) // the server is away; the client reconnects
@@ -281,7 +282,7 @@ func (s *subscription) pull(ctx context.Context, c jetstream.Consumer) {
 		}
 		t := time.NewTimer(handoff)
 		select {
-		case s.msgs <- m:
+		case s.msgs <- pulled{m, fetched}:
 		case <-t.C:
 			m.Nak()
 		case <-ctx.Done():
@@ -289,6 +290,12 @@ func (s *subscription) pull(ctx context.Context, c jetstream.Consumer) {
 		}
 		t.Stop()
 	}
+}
+
+// pulled is a message and when it was fetched.
+type pulled struct {
+	m  jetstream.Msg
+	at time.Time
 }
 
 type delivery struct {
@@ -315,7 +322,8 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 		select {
 		case <-ctx.Done():
 			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
-		case m := <-s.msgs:
+		case p := <-s.msgs:
+			m := p.m
 			var ev rookery.Event
 			if err := json.Unmarshal(m.Data(), &ev); err != nil {
 				m.Term() // never deliverable; JetStream drops it
@@ -326,7 +334,7 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 				m.Nak()
 				continue
 			}
-			d := &delivery{s: s, m: m, ev: ev, attempt: int(meta.NumDelivered), at: time.Now()}
+			d := &delivery{s: s, m: m, ev: ev, attempt: int(meta.NumDelivered), at: p.at}
 			s.mu.Lock()
 			s.held[d] = true
 			s.mu.Unlock()
@@ -344,10 +352,12 @@ func (s *subscription) release(d *delivery) bool {
 }
 
 // Ack implements events.Delivery; an ack after the ack wait is Conflict (JetStream has delivered
-// the event again by then).
+// the event again by then). The wait is counted from the fetch, which the server's send precedes
+// by a network hop, so an ack in the last 5% of it is refused too: refusing only costs a
+// redelivery, while accepting a stale ack would take back an event that is being handled again.
 func (d *delivery) Ack(ctx context.Context) error {
 	const op rookery.Op = "nats.Ack"
-	if !d.s.release(d) || time.Since(d.at) >= d.s.ackWait {
+	if !d.s.release(d) || time.Since(d.at) >= d.s.ackWait-d.s.ackWait/20 {
 		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
 	}
 	return translate(op, d.m.DoubleAck(ctx))
