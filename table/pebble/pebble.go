@@ -210,10 +210,37 @@ func (d *DB) BatchGet(ctx context.Context, keys []table.Key) ([]table.Item, erro
 	}
 	defer d.life.RUnlock()
 	out := make([]table.Item, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	// One iterator serves every key, visited in key order: it keeps its position and the blocks it
+	// has loaded between lookups, where a Get per key would build and tear down an iterator each.
+	// Each key is its own prefix (the default comparer), so SeekPrefixGE consults bloom filters.
+	order := make([]int, len(keys))
+	enc := make([][]byte, len(keys))
 	for i, k := range keys {
-		it, err := d.read(op, k)
+		order[i], enc[i] = i, baseKey(k)
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(enc[a], enc[b]) })
+	iter, err := d.db.NewIter(nil)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	defer iter.Close()
+	for _, i := range order {
+		if !iter.SeekPrefixGE(enc[i]) {
+			if err := iter.Error(); err != nil {
+				return nil, rookery.E(op, rookery.Internal, err)
+			}
+			continue // not stored
+		}
+		v, err := iter.ValueAndErr()
 		if err != nil {
-			return nil, err
+			return nil, rookery.E(op, rookery.Internal, err)
+		}
+		it, err := decodeItem(v)
+		if err != nil {
+			return nil, rookery.E(op, rookery.Internal, err)
 		}
 		out[i] = d.visible(it)
 	}
