@@ -79,14 +79,7 @@ func Open(opts Options) (*DB, error) {
 		opts.Logger = slog.Default()
 	}
 	pdb, err := pebblekit.Open(op, pebblekit.Config{Name: "the embedded store", Dir: opts.Dir, InMemory: opts.InMemory,
-		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: func(po *cpebble.Options) {
-			// A 16 MiB memtable measured best for the DurableWrites benchmarks (4 and 64 were slower).
-			po.MemTableSize = 16 << 20
-			po.MemTableStopWritesThreshold = 4
-			po.LBaseMaxBytes = 256 << 20
-			po.FormatMajorVersion = cpebble.FormatNewest
-			po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
-		}})
+		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: tune})
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +99,16 @@ func Open(opts Options) (*DB, error) {
 	}
 	go d.sweepLoop(interval)
 	return d, nil
+}
+
+// tune sets the engine options the table is opened with.
+func tune(po *cpebble.Options) {
+	// A 16 MiB memtable measured best for the DurableWrites benchmarks (4 and 64 were slower).
+	po.MemTableSize = 16 << 20
+	po.MemTableStopWritesThreshold = 4
+	po.LBaseMaxBytes = 256 << 20
+	po.FormatMajorVersion = cpebble.FormatNewest
+	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
 }
 
 // Close stops the sweeper and closes the database. Acknowledged writes are already durable.

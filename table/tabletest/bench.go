@@ -18,8 +18,11 @@ import (
 func Bench(b *testing.B, open Factory) {
 	b.Run("QueryPage20Desc", func(b *testing.B) { benchQuery(b, open) })
 	b.Run("BatchGet20", func(b *testing.B) { benchBatchGet(b, open) })
-	b.Run("DurableWrites64Writers/post", func(b *testing.B) { benchWrites(b, open, postItem) })
-	b.Run("DurableWrites64Writers/entry", func(b *testing.B) { benchWrites(b, open, entryItem) })
+	b.Run("DurableWrites64Writers/post", func(b *testing.B) { benchWrites(b, open, postItem, table.PutWrite) })
+	b.Run("DurableWrites64Writers/entry", func(b *testing.B) { benchWrites(b, open, entryItem, table.PutWrite) })
+	b.Run("DurableWrites64Writers/immutable-entry", func(b *testing.B) {
+		benchWrites(b, open, entryItem, func(it table.Item, _ ...table.Cond) table.Write { return table.ImmutablePutWrite(it) })
+	})
 }
 
 func benchTable(b *testing.B, open Factory) table.Table {
@@ -110,7 +113,7 @@ func benchBatchGet(b *testing.B, open Factory) {
 	reportPercentiles(b, lat)
 }
 
-func benchWrites(b *testing.B, open Factory, make func(string, int) table.Item) {
+func benchWrites(b *testing.B, open Factory, make func(string, int) table.Item, put func(table.Item, ...table.Cond) table.Write) {
 	tab := benchTable(b, open)
 	var seq atomic.Int64
 	// 64 writers in all, whatever GOMAXPROCS is.
@@ -120,7 +123,7 @@ func benchWrites(b *testing.B, open Factory, make func(string, int) table.Item) 
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(seq.Add(1))
-			if err := tab.Put(ctx, make(fmt.Sprintf("w%d", i%64), i)); err != nil {
+			if err := tab.TransactWrite(ctx, []table.Write{put(make(fmt.Sprintf("w%d", i%64), i))}); err != nil {
 				b.Error(err)
 				return
 			}
