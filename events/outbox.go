@@ -40,8 +40,7 @@ type Outbox struct {
 
 	once    sync.Once
 	wake    []chan struct{}
-	written []atomic.Bool // shards that Write gave events to since their last Notify
-	pending []pendingIDs  // per shard: ids Write handed out that the relay has not moved yet
+	pending []pendingIDs // per shard: ids Write handed out that the relay has not moved yet
 }
 
 // pendingIDs are ids written through this Outbox and not yet relayed. Their transaction may commit
@@ -50,6 +49,7 @@ type Outbox struct {
 type pendingIDs struct {
 	mu  sync.Mutex
 	ids map[string]time.Time
+	n   atomic.Int32 // len(ids), for Notify to read without the lock
 }
 
 const pendingTTL = 10 * time.Second
@@ -61,6 +61,7 @@ func (p *pendingIDs) add(id string) {
 		p.ids = map[string]time.Time{}
 	}
 	p.ids[id] = time.Now()
+	p.n.Store(int32(len(p.ids)))
 }
 
 // lowest returns the smallest pending id, dropping expired ones, or "" if none.
@@ -71,6 +72,7 @@ func (p *pendingIDs) lowest() string {
 	for id, at := range p.ids {
 		if time.Since(at) > pendingTTL {
 			delete(p.ids, id)
+			p.n.Store(int32(len(p.ids)))
 			continue
 		}
 		if low == "" || id < low {
@@ -86,6 +88,7 @@ func (p *pendingIDs) done(evs []rookery.Event) {
 	for _, ev := range evs {
 		delete(p.ids, ev.ID)
 	}
+	p.n.Store(int32(len(p.ids)))
 }
 
 // DefaultOutboxShards is the outbox's default partition count.
@@ -105,7 +108,6 @@ func (o *Outbox) init() {
 		if o.Logger == nil {
 			o.Logger = slog.Default()
 		}
-		o.written = make([]atomic.Bool, o.Shards)
 		o.pending = make([]pendingIDs, o.Shards)
 		o.wake = make([]chan struct{}, o.Shards)
 		for i := range o.wake {
@@ -131,18 +133,20 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 		return table.Write{}, rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
 	}
 	shard := o.shard(ev.Key)
-	o.written[shard].Store(true)
 	o.pending[shard].add(ev.ID)
 	return table.PutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
 }
 
 // Notify tells the relay that events were written (call it after the transaction that holds
-// them commits), so it need not wait for its next poll; it wakes only the shards Write gave events
-// to. Calling it is optional and never blocks.
+// them commits), so it need not wait for its next poll; it wakes every shard that holds ids Write
+// handed out and the relay has not moved, the caller's among them. (Waking only the shards written
+// since the last Notify lost wake-ups: a Notify for one transaction could take the flag of another
+// that had not committed yet, whose own Notify then woke nobody, and its event waited a whole
+// Poll.) Calling it is optional and never blocks.
 func (o *Outbox) Notify() {
 	o.init()
 	for i, w := range o.wake {
-		if !o.written[i].Swap(false) {
+		if o.pending[i].n.Load() == 0 {
 			continue
 		}
 		select {

@@ -82,6 +82,55 @@ func TestOutboxEventsCommitWithTheirChange(t *testing.T) {
 	}
 }
 
+// TestNotifyWakesForEveryUncommittedWrite: two transactions write events of one shard; the first
+// commits and notifies, and the relay moves its event while the second has not committed. The
+// second's Notify must still wake the relay (with an hour's poll, nothing else would): its event
+// reaches the log at once. It failed when Notify woke only the shards written since the last
+// Notify, whose flag the first Notify had taken.
+func TestNotifyWakesForEveryUncommittedWrite(t *testing.T) {
+	ctx := context.Background()
+	tab, l := openTable(t, ""), newLog(t)
+	ob := &events.Outbox{Table: tab, Log: l, Shards: 1, Poll: time.Hour}
+	eventstest.RunPipeline(t, ob, l, nil)
+	s, err := l.Subscribe(ctx, "g", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write := func(id string) table.Write {
+		w, err := ob.Write(eventstest.Event(id, "post-1", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	commit := func(w table.Write) {
+		if err := tab.TransactWrite(ctx, []table.Write{w}); err != nil {
+			t.Fatal(err)
+		}
+		ob.Notify()
+	}
+	next := func() string {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		d, err := s.Next(c)
+		if err != nil {
+			t.Fatalf("no event within 5 s: %v", err)
+		}
+		d.Ack(ctx)
+		return d.Event().ID
+	}
+	first, second := write("e1"), write("e2")
+	commit(first)
+	if id := next(); id != "e1" {
+		t.Fatalf("first event %s", id)
+	}
+	commit(second)
+	if id := next(); id != "e2" {
+		t.Fatalf("second event %s", id)
+	}
+}
+
 // The crash test. A child process runs writers (each change and its event in one transaction,
 // printing "ack ID" once committed), the relay, and a consumer that records every event it sees
 // (idempotently). It is SIGKILLed at random moments, several times, then run once more to drain.
