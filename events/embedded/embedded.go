@@ -79,6 +79,9 @@ type group struct {
 	// so that a delivery costs no read of its own.
 	ahead [][]rookery.Event
 	dirty bool // committed offsets not yet written
+	// noReplays is set when the group's replay queue was found empty and cleared by Replay, so
+	// that looking for work does not scan the queue again and again.
+	noReplays bool
 }
 
 // partState is a group's delivery state of one partition.
@@ -489,6 +492,9 @@ func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 		}
 		return g.ahead[p][0], nil, true, nil
 	}
+	if g.noReplays {
+		return rookery.Event{}, nil, false, nil
+	}
 	prefix := groupKey('r', g.name)
 	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -496,6 +502,7 @@ func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 	}
 	defer iter.Close()
 	if !iter.First() {
+		g.noReplays = iter.Error() == nil
 		return rookery.Event{}, nil, false, iter.Error()
 	}
 	var ev rookery.Event
@@ -720,6 +727,9 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 		rkey := binary.BigEndian.AppendUint64(groupKey('r', group), uint64(l.clock.Now().UnixNano()))
 		if err := b.Set(append(rkey, id...), ev, nil); err != nil {
 			return err
+		}
+		if g := l.groups[group]; g != nil {
+			g.noReplays = false // l.write holds l.mu
 		}
 		return b.Delete(qkey, nil)
 	})
