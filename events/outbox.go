@@ -134,7 +134,8 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 	}
 	shard := o.shard(ev.Key)
 	o.pending[shard].add(ev.ID)
-	return table.PutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
+	// An event is the same whenever its id is written, so the put need not read the key first.
+	return table.ImmutablePutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
 }
 
 // Notify tells the relay that events were written (call it after the transaction that holds
@@ -221,6 +222,7 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (s
 		return "", err
 	}
 	evs := make([]rookery.Event, 0, len(page.Items))
+	relayed := make([]table.Item, 0, len(page.Items))
 	for _, it := range page.Items {
 		var ev rookery.Event
 		if err := json.Unmarshal(it.Bytes("event"), &ev); err != nil {
@@ -229,15 +231,16 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (s
 			continue
 		}
 		evs = append(evs, ev)
+		relayed = append(relayed, it)
 	}
 	if err := o.Log.Append(ctx, evs); err != nil {
 		return "", err
 	}
 	o.pending[shard].done(evs)
-	for chunk := range slices.Chunk(evs, table.MaxTransact) {
+	for chunk := range slices.Chunk(relayed, table.MaxTransact) {
 		ws := make([]table.Write, len(chunk))
-		for i, ev := range chunk {
-			ws[i] = table.DeleteWrite(table.Key{PK: outboxPK(shard), SK: ev.ID})
+		for i, it := range chunk {
+			ws[i] = table.ImmutableDeleteWrite(it)
 		}
 		if err := o.Table.TransactWrite(ctx, ws); err != nil {
 			return "", err // appended already: the next round appends them again, de-duplicated

@@ -382,8 +382,15 @@ func CheckWrites(op rookery.Op, schema Schema, writes []Write) ([]Write, error) 
 		if err == nil {
 			err = CheckConds(op, w.Conds)
 		}
-		if err == nil && w.Immutable && (w.Kind != WritePut || len(w.Conds) > 0) {
-			err = rookery.Errorf(op, rookery.Invalid, "write %d: only a put without conditions can be immutable", i)
+		if err == nil && w.Immutable && (w.Kind != WritePut && w.Kind != WriteDelete || len(w.Conds) > 0) {
+			err = rookery.Errorf(op, rookery.Invalid, "write %d: only a put or a delete without conditions can be immutable", i)
+		}
+		if err == nil && w.Immutable && w.Kind == WriteDelete {
+			if w.Item == nil || w.Item.Key() != w.Key {
+				err = rookery.Errorf(op, rookery.Invalid, "write %d: an immutable delete needs the item it deletes", i)
+			} else {
+				w.Item, err = CheckItem(op, schema, w.Item)
+			}
 		}
 		if err != nil {
 			return nil, err

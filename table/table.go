@@ -271,14 +271,14 @@ const (
 // CheckWrite.
 type Write struct {
 	Kind   WriteKind
-	Item   Item   // WritePut
+	Item   Item   // WritePut; an immutable WriteDelete
 	Key    Key    // WriteUpdate, WriteDelete, WriteCheck
 	Update Update // WriteUpdate
 	Conds  []Cond
-	// Immutable (a put without conditions only) promises that an item already stored at this key,
-	// if any, has the same index key attributes and TTL: the item is a pure function of its key, as
-	// a timeline entry is. A backend may then skip reading the old item. Breaking the promise
-	// leaves stale index entries.
+	// Immutable (a put or delete without conditions only) promises that an item already stored at
+	// this key, if any, has the same index key attributes and TTL as Item: the item is a pure
+	// function of its key, as a timeline entry or an outbox event is. A backend may then skip
+	// reading the old item. Breaking the promise leaves stale index entries.
 	Immutable bool
 }
 
@@ -288,6 +288,13 @@ func PutWrite(item Item, conds ...Cond) Write { return Write{Kind: WritePut, Ite
 // ImmutablePutWrite is a transactional Put of an item that is a pure function of its key (see
 // Write.Immutable).
 func ImmutablePutWrite(item Item) Write { return Write{Kind: WritePut, Item: item, Immutable: true} }
+
+// ImmutableDeleteWrite is a transactional Delete of item, an item that is a pure function of its
+// key (see Write.Immutable), such as one the caller read; a missing item is no error, as with
+// DeleteWrite.
+func ImmutableDeleteWrite(item Item) Write {
+	return Write{Kind: WriteDelete, Key: item.Key(), Item: item, Immutable: true}
+}
 
 // UpdateWrite is a transactional Update.
 func UpdateWrite(k Key, u Update, conds ...Cond) Write {

@@ -299,12 +299,17 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 	now := d.now()
 	for i, w := range writes {
 		if w.Immutable {
-			// Its index entries and TTL entry, if it is stored already, are the ones it writes.
-			if err := d.replace(b, keys[i], nil, w.Item); err != nil {
+			// Its index entries and TTL entry, if it is stored already, are the ones w.Item has:
+			// a put writes them again, a delete deletes them.
+			old, next := (table.Item)(nil), w.Item
+			if w.Kind == table.WriteDelete {
+				old, next = w.Item, nil
+			}
+			if err := d.replace(b, keys[i], old, next); err != nil {
 				return rookery.E(op, rookery.Internal, err)
 			}
 			if written != nil {
-				written(i, w.Item)
+				written(i, next)
 			}
 			continue
 		}

@@ -814,6 +814,22 @@ func testImmutablePuts(e *env) {
 	if got := e.all(table.Query{Index: "GSI1", PK: "IMM"}, 10, table.SK); len(got) != 2 {
 		e.t.Fatalf("index entries after a delete: %v", got)
 	}
+	// An immutable delete removes the item and its index entries; again, or of a missing item, it
+	// changes nothing.
+	for range 2 {
+		if err := e.tab.TransactWrite(ctx, []table.Write{table.ImmutableDeleteWrite(entry(3).Item), table.ImmutableDeleteWrite(entry(5).Item)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if got := e.all(table.Query{Index: "GSI1", PK: "IMM"}, 10, table.SK); len(got) != 1 || got[0] != "01" {
+		e.t.Fatalf("index entries after an immutable delete: %v", got)
+	}
+	if _, err := e.tab.Get(ctx, key("imm", "03")); !rookery.IsKind(err, rookery.NotFound) {
+		e.t.Fatalf("Get after an immutable delete = %v", err)
+	}
+	mismatched := table.ImmutableDeleteWrite(entry(1).Item)
+	mismatched.Key = key("imm", "02")
+	e.wantKind("an immutable delete of another key's item", e.tab.TransactWrite(ctx, []table.Write{mismatched}), rookery.Invalid)
 	bad := entry(4)
 	bad.Conds = []table.Cond{table.NotExists(table.PK)}
 	e.wantKind("an immutable put with a condition", e.tab.TransactWrite(ctx, []table.Write{bad}), rookery.Invalid)

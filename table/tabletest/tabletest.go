@@ -92,7 +92,7 @@ func Run(t *testing.T, open Factory) {
 		{"a transaction writes all or nothing and names the failed condition", testTransactAtomic},
 		{"transactions of 100 writes work, and larger or duplicate ones are invalid", testTransactLimits},
 		{"concurrent transactions keep an invariant across items", testTransactConcurrent},
-		{"immutable puts written again keep one item and one index entry", testImmutablePuts},
+		{"immutable puts written again keep one item and one index entry; immutable deletes remove both", testImmutablePuts},
 		{"expired items are invisible at once to every read and condition", testTTL},
 		{"ping answers", testPing},
 	}
