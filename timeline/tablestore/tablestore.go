@@ -181,7 +181,7 @@ func (s *Store) deleteWhere(ctx context.Context, q table.Query, pick func(table.
 		var dels []table.Write
 		for _, it := range items {
 			if pick(it) {
-				dels = append(dels, table.DeleteWrite(it.Key()))
+				dels = append(dels, table.ImmutableDeleteWrite(it))
 			}
 		}
 		return s.write(ctx, dels)
