@@ -4,11 +4,11 @@
 //	                              member "~" at score -inf marks that the timeline exists
 //	{<prefix>:post:<post>}:in    set of the users whose timeline holds the post
 //
-// Each key carries a hash tag, so every command touches one slot and the store works on Redis
-// Cluster. Pushes run a script per timeline (add only if the timeline exists, drop entries past the
-// TTL, trim to the cap, refresh the key's expiry), one pipeline per batch of users. A timeline nobody
-// pushes to expires with its TTL and is rebuilt on its next read; so does every timeline if Redis
-// loses its data.
+// Each key carries a hash tag, so the store works on Redis Cluster. A push runs a script (add only
+// if the timeline exists, drop entries past the TTL, trim to the cap) for 256 timelines per call on
+// a single node, and per timeline on a cluster, where a script's keys must share a slot; one
+// pipeline per batch of users. Reads keep a timeline alive: one nobody reads expires and is
+// rebuilt on its next read; so is every timeline if Redis loses its data.
 package redis
 
 import (
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,29 +122,96 @@ func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry)
 	return err
 }
 
-// Push implements timeline.Store: one pipeline for the batch of users.
+// addEach is add of one entry to many timelines (KEYS); it returns, per key, 1 if the timeline
+// exists and took the entry, else 0. One call for a batch of timelines spares Redis a script call
+// per timeline (most of a push's cost), but its keys lie in many slots, so it runs on a single
+// node only; a cluster client runs add per timeline.
+var addEach = goredis.NewScript(`
+local out = {}
+for k = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[k]) == 1 then
+    redis.call('ZADD', KEYS[k], ARGV[3], ARGV[4])
+    redis.call('ZREMRANGEBYSCORE', KEYS[k], '(-inf', '(' .. ARGV[1])
+    redis.call('ZREMRANGEBYRANK', KEYS[k], 1, -(tonumber(ARGV[2]) + 1))
+    out[k] = 1
+  else
+    out[k] = 0
+  end
+end
+return out`)
+
+// pushBatch is how many timelines one addEach call takes: Redis runs nothing else while a script
+// runs, so a call is kept to about a millisecond.
+const pushBatch = 256
+
+// Push implements timeline.Store: one pipeline for the batch of users, of one addEach call per
+// pushBatch timelines (on a cluster, of one add call per timeline).
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "redis.Push"
-	args := s.addArgs([]timeline.Entry{e})
-	pipe := s.c.Pipeline()
-	for _, u := range users {
+	keys := make([]string, len(users))
+	for i, u := range users {
 		if err := checkUser(op, u); err != nil {
 			return err
 		}
-		// EVAL, not EVALSHA: a pipeline cannot fall back when Redis's script cache is empty.
-		add.Eval(ctx, pipe, []string{s.tlKey(u)}, args...)
+		keys[i] = s.tlKey(u)
 	}
-	cmds, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, goredis.Nil) {
+	args := s.addArgs([]timeline.Entry{e})
+	_, cluster := s.c.(*goredis.ClusterClient)
+	took := make([]bool, 0, len(users))
+	cmds, err := s.evalSha(ctx, func(pipe goredis.Pipeliner) {
+		for chunk := range slices.Chunk(keys, pushBatch) {
+			if cluster {
+				for _, k := range chunk {
+					add.EvalSha(ctx, pipe, []string{k}, args...)
+				}
+				continue
+			}
+			addEach.EvalSha(ctx, pipe, chunk, args...)
+		}
+	})
+	if err != nil {
 		return translate(op, err)
 	}
+	for _, c := range cmds {
+		if cluster {
+			n, _ := c.(*goredis.Cmd).Int()
+			took = append(took, n == 1)
+			continue
+		}
+		flags, _ := c.(*goredis.Cmd).Int64Slice()
+		for _, f := range flags {
+			took = append(took, f == 1)
+		}
+	}
 	var holders []any
-	for i, c := range cmds {
-		if n, _ := c.(*goredis.Cmd).Int(); n == 1 {
+	for i, ok := range took {
+		if ok && i < len(users) {
 			holders = append(holders, users[i])
 		}
 	}
 	return translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
+}
+
+// evalSha runs the script calls (EVALSHA) that fill adds to a pipeline. If Redis does not have a
+// script (a restart, SCRIPT FLUSH) it loads them, on every node of a cluster, and runs the pipeline
+// again (the scripts are idempotent), up to three times.
+func (s *Store) evalSha(ctx context.Context, fill func(goredis.Pipeliner)) ([]goredis.Cmder, error) {
+	for attempt := 0; ; attempt++ {
+		pipe := s.c.Pipeline()
+		fill(pipe)
+		cmds, err := pipe.Exec(ctx)
+		if err == nil || errors.Is(err, goredis.Nil) {
+			return cmds, nil
+		}
+		if attempt == 3 || !goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			return nil, err
+		}
+		for _, sc := range []*goredis.Script{add, addEach, removeByPrefix} {
+			if err := sc.Load(ctx, s.c).Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // Add implements timeline.Store.

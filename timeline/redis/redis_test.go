@@ -63,3 +63,35 @@ func TestDrop(t *testing.T) {
 		t.Fatal("Drop removed another prefix's timeline")
 	}
 }
+
+// TestPushAfterScriptFlush: Push calls its scripts by hash; when Redis has lost them (a restart,
+// SCRIPT FLUSH), it loads them and pushes all the same.
+func TestPushAfterScriptFlush(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: addr()})
+	t.Cleanup(func() { client.Close() })
+	prefix := fmt.Sprintf("rookerytest-flush-%d-%d", os.Getpid(), seq.Add(1))
+	s := redis.New(client, redis.Options{Prefix: prefix})
+	t.Cleanup(func() { s.Drop(ctx) })
+	for _, u := range []string{"a", "b"} {
+		if err := s.Create(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Now()
+	for i, post := range []string{"p1", "p2"} {
+		// Other tests' scripts are called through go-redis's Run, which falls back to EVAL.
+		if err := client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Push(ctx, []string{"a", "b"}, timeline.Entry{PostID: post, AuthorID: "x", At: at.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+			t.Fatalf("push after SCRIPT FLUSH: %v", err)
+		}
+	}
+	for _, u := range []string{"a", "b"} {
+		p, err := s.Page(ctx, u, timeline.Entry{}, 10)
+		if err != nil || len(p.Entries) != 2 {
+			t.Fatalf("%s's timeline after pushes = %+v, %v", u, p, err)
+		}
+	}
+}
