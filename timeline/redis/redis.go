@@ -85,10 +85,11 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
 redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
 return 1`)
 
-// merge is add for the pairs newer than the timeline's oldest entry (rank 1; an empty timeline
-// takes none). Equal scores order by member, as post ids do.
+// merge is add for the pairs newer than the timeline's oldest entry once expired ones are dropped
+// (rank 1; an empty timeline takes none). Equal scores order by member, as post ids do.
 var merge = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
 local low = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
 if #low == 0 then return 1 end
 local lm, ls = low[1], tonumber(low[2])
@@ -96,7 +97,6 @@ for i = 3, #ARGV, 2 do
   local sc = tonumber(ARGV[i])
   if sc > ls or (sc == ls and ARGV[i+1] > lm) then redis.call('ZADD', KEYS[1], sc, ARGV[i+1]) end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
 redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
 return 1`)
 
@@ -122,16 +122,16 @@ func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry)
 	return err
 }
 
-// addEach is add of one entry to many timelines (KEYS); it returns, per key, 1 if the timeline
-// exists and took the entry, else 0. One call for a batch of timelines spares Redis a script call
-// per timeline (most of a push's cost), but its keys lie in many slots, so it runs on a single
-// node only; a cluster client runs add per timeline.
+// addEach is add of one entry to many timelines (KEYS), without dropping expired entries (Page
+// does not show them; the cap and the key's expiry remove them): it returns, per key, 1 if the
+// timeline exists and took the entry, else 0. One call for a batch of timelines spares Redis a
+// script call per timeline (most of a push's cost), but its keys lie in many slots, so it runs on
+// a single node only; a cluster client runs add per timeline.
 var addEach = goredis.NewScript(`
 local out = {}
 for k = 1, #KEYS do
   if redis.call('EXISTS', KEYS[k]) == 1 then
     redis.call('ZADD', KEYS[k], ARGV[3], ARGV[4])
-    redis.call('ZREMRANGEBYSCORE', KEYS[k], '(-inf', '(' .. ARGV[1])
     redis.call('ZREMRANGEBYRANK', KEYS[k], 1, -(tonumber(ARGV[2]) + 1))
     out[k] = 1
   else
@@ -242,7 +242,8 @@ func (s *Store) addWith(ctx context.Context, op rookery.Op, script *goredis.Scri
 }
 
 // Page implements timeline.Store: one round trip that refreshes the timeline's expiry (which
-// reports whether it exists), reads the entries at before's millisecond (ties) and the older ones.
+// reports whether it exists), reads the entries at before's millisecond (ties) and the older ones,
+// down to the TTL: older entries may still be stored (pushes leave them to the cap), never shown.
 func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, limit int) (timeline.Page, error) {
 	const op rookery.Op = "redis.Page"
 	if err := checkUser(op, user); err != nil {
@@ -261,7 +262,8 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		ties = pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: ms, Stop: ms, ByScore: true, Rev: true})
 		max = "(" + ms
 	}
-	older := pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: max, Stop: "(-inf", ByScore: true, Rev: true, Count: int64(limit)})
+	cutoff := time.Now().Add(-s.ttl).UnixMilli()
+	older := pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: max, Stop: strconv.FormatInt(cutoff, 10), ByScore: true, Rev: true, Count: int64(limit)})
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return timeline.Page{}, translate(op, err)
 	}
@@ -271,7 +273,7 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 	var zs []goredis.Z
 	if ties != nil {
 		for _, z := range ties.Val() {
-			if post, _, _ := strings.Cut(z.Member.(string), sep); post < before.PostID {
+			if post, _, _ := strings.Cut(z.Member.(string), sep); post < before.PostID && int64(z.Score) >= cutoff {
 				zs = append(zs, z)
 			}
 		}

@@ -53,6 +53,9 @@ func Run(t *testing.T, open Factory) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, Config{Cap: capacity, InactiveAfter: time.Hour})) })
 	}
+	t.Run("entries past their TTL are not shown", func(t *testing.T) {
+		testTTL(t, open(t, Config{Cap: capacity, TTL: 30 * time.Minute, InactiveAfter: time.Hour}))
+	})
 	t.Run("a timeline unread for the inactivity period stops existing; reading keeps it", func(t *testing.T) {
 		testInactive(t, open(t, Config{Cap: capacity, InactiveAfter: 2 * time.Second}))
 	})
@@ -458,4 +461,20 @@ func testMerge(t *testing.T, s timeline.Store) {
 	// 1001 would sit under the entries the trim took, so they stay out (the read pulls down there).
 	merge("u", 2045, 2040, 2031, 1001)
 	same(t, "after the merge", all(t, s, "u", 100), ids(2058, 2056, 2054, 2052, 2050, 2048, 2046, 2045, 2044, 2042, 2040))
+}
+
+// testTTL runs on a store whose entries live 30 minutes: entry n is an hour old.
+func testTTL(t *testing.T, s timeline.Store) {
+	fresh := func(id string, age time.Duration) timeline.Entry {
+		return timeline.Entry{PostID: id, AuthorID: "A0", At: time.Now().Add(-age)}
+	}
+	if err := s.Create(ctx, "u", []timeline.Entry{entry(1), fresh("F1", 2*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []timeline.Entry{entry(2), fresh("F2", time.Minute)} {
+		if err := s.Push(ctx, []string{"u"}, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same(t, "timeline", all(t, s, "u", 10), []string{"F2", "F1"})
 }
