@@ -96,15 +96,20 @@ func (w *benchWorld) users(b *testing.B, prefix string, n int) []string {
 	return ids
 }
 
-// fanoutWorld is an author with n followers whose timelines exist.
-func fanoutWorld(b *testing.B, store string, n int) *benchWorld {
+// fanoutWorld is an author with n followers whose timelines exist, each holding held older
+// entries.
+func fanoutWorld(b *testing.B, store string, n, held int) *benchWorld {
 	w := newBenchWorld(b, store, 0)
 	w.users(b, "author", 1)
+	old := make([]timeline.Entry, held)
+	for i := range old {
+		old[i] = timeline.Entry{PostID: fmt.Sprintf("O%012d", i), AuthorID: "other", At: time.Now().Add(-2*time.Hour + time.Duration(i)*time.Second)}
+	}
 	for _, f := range w.users(b, "f", n) {
 		if _, err := w.a.Follow(server, f, "author0"); err != nil {
 			b.Fatal(err)
 		}
-		if err := w.tl.Create(context.Background(), f, nil); err != nil {
+		if err := w.tl.Create(context.Background(), f, old); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -120,12 +125,17 @@ func postEventBy(n int64, author string, at time.Time) rookery.Event {
 }
 
 // BenchmarkFanout measures fan-out throughput: PostCreated events of an author with 10,000
-// followers (every timeline exists), handled by 8 workers as the fan-out consumer runs them.
+// followers (every timeline exists), handled by 8 workers as the fan-out consumer runs them. In
+// "redis-full" every timeline already holds 200 entries, as timelines in use do: Redis keeps a
+// sorted set of more than 128 entries as a skip list, where an insert costs more.
 func BenchmarkFanout(b *testing.B) {
-	for _, store := range []string{"table", "redis"} {
-		b.Run(store, func(b *testing.B) {
+	for _, c := range []struct {
+		name, store string
+		held        int
+	}{{"table", "table", 0}, {"redis", "redis", 0}, {"redis-full", "redis", 200}} {
+		b.Run(c.name, func(b *testing.B) {
 			const followers = 10_000
-			w := fanoutWorld(b, store, followers)
+			w := fanoutWorld(b, c.store, followers, c.held)
 			var seq atomic.Int64
 			start := time.Now().Add(-time.Hour)
 			b.SetParallelism(4) // 8 workers on 2 cores
@@ -149,7 +159,7 @@ func BenchmarkFanout(b *testing.B) {
 func BenchmarkRemovePost(b *testing.B) {
 	for _, store := range []string{"table", "redis"} {
 		b.Run(store, func(b *testing.B) {
-			w := fanoutWorld(b, store, 10_000)
+			w := fanoutWorld(b, store, 10_000, 0)
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
