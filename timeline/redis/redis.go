@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -123,21 +122,17 @@ func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry)
 	return err
 }
 
-// addEach is add of one entry to many timelines (KEYS), made cheaper for fan-out: it does not
-// drop expired entries (Page does not show them; the cap and the key's expiry remove them), and
-// trims to the cap only when ARGV[5] is "1", which Push sets for one post in four (by a hash of
-// its id), so a timeline may hold a few entries past the cap, its oldest, until the next trim (the
-// entries above them are complete, so reads stay right). It returns, per key, 1 if the timeline exists
-// and took the entry, else 0. One call for a batch of timelines spares Redis a script call per
-// timeline, but its keys lie in many slots, so it runs on a single node only; a cluster client
-// runs add per timeline.
+// addEach is add of one entry to many timelines (KEYS), without dropping expired entries (Page
+// does not show them; the cap and the key's expiry remove them): it returns, per key, 1 if the
+// timeline exists and took the entry, else 0. One call for a batch of timelines spares Redis a
+// script call per timeline (most of a push's cost), but its keys lie in many slots, so it runs on
+// a single node only; a cluster client runs add per timeline.
 var addEach = goredis.NewScript(`
 local out = {}
 for k = 1, #KEYS do
   if redis.call('EXISTS', KEYS[k]) == 1 then
-    if redis.call('ZADD', KEYS[k], ARGV[3], ARGV[4]) == 1 and ARGV[5] == '1' then
-      redis.call('ZREMRANGEBYRANK', KEYS[k], 1, -(tonumber(ARGV[2]) + 1))
-    end
+    redis.call('ZADD', KEYS[k], ARGV[3], ARGV[4])
+    redis.call('ZREMRANGEBYRANK', KEYS[k], 1, -(tonumber(ARGV[2]) + 1))
     out[k] = 1
   else
     out[k] = 0
@@ -162,9 +157,6 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	}
 	args := s.addArgs([]timeline.Entry{e})
 	_, cluster := s.c.(*goredis.ClusterClient)
-	if !cluster {
-		args = append(args, trimFlag(e.PostID))
-	}
 	took := make([]bool, 0, len(users))
 	cmds, err := s.evalSha(ctx, func(pipe goredis.Pipeliner) {
 		for chunk := range slices.Chunk(keys, pushBatch) {
@@ -198,16 +190,6 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 		}
 	}
 	return translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
-}
-
-// trimFlag is addEach's ARGV[5]: "1" for about one post id in four.
-func trimFlag(post string) string {
-	h := fnv.New32a()
-	h.Write([]byte(post))
-	if h.Sum32()%4 == 0 {
-		return "1"
-	}
-	return "0"
 }
 
 // evalSha runs the script calls (EVALSHA) that fill adds to a pipeline. If Redis does not have a

@@ -95,36 +95,3 @@ func TestPushAfterScriptFlush(t *testing.T) {
 		}
 	}
 }
-
-// TestPushTrimsLazilyButBoundedly: a push trims to the cap on about one post in four, so a
-// timeline may hold a few entries past the cap, never many, and a page never misses a newer one.
-func TestPushTrimsLazilyButBoundedly(t *testing.T) {
-	ctx := context.Background()
-	client := goredis.NewClient(&goredis.Options{Addr: addr()})
-	t.Cleanup(func() { client.Close() })
-	prefix := fmt.Sprintf("rookerytest-trim-%d-%d", os.Getpid(), seq.Add(1))
-	const capacity = 30
-	s := redis.New(client, redis.Options{Prefix: prefix, Limits: timeline.Limits{Cap: capacity}})
-	t.Cleanup(func() { s.Drop(ctx) })
-	if err := s.Create(ctx, "u", nil); err != nil {
-		t.Fatal(err)
-	}
-	at := time.Now().Add(-time.Hour)
-	longest := 0
-	for i := range 500 {
-		e := timeline.Entry{PostID: fmt.Sprintf("01J%023d", i), AuthorID: "a", At: at.Add(time.Duration(i) * time.Millisecond)}
-		if err := s.Push(ctx, []string{"u"}, e); err != nil {
-			t.Fatal(err)
-		}
-		n := int(client.ZCard(ctx, "{"+prefix+":u}:tl").Val()) - 1 // the sentinel
-		longest = max(longest, n)
-		p, err := s.Page(ctx, "u", timeline.Entry{}, 1)
-		if err != nil || len(p.Entries) != 1 || p.Entries[0].PostID != e.PostID {
-			t.Fatalf("after push %d the newest entry is %+v, %v", i, p, err)
-		}
-	}
-	if longest > capacity+20 {
-		t.Fatalf("a timeline with cap %d held %d entries", capacity, longest)
-	}
-	t.Logf("cap %d: at most %d entries held", capacity, longest)
-}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Factory) {
 		{"entries page newest first, ties broken by post id", testOrder},
 		{"push reaches many timelines at once and is idempotent", testPush},
 		{"a timeline keeps the newest cap entries", testCap},
+		{"an entry pushed late, below what the cap trimmed, leaves no hole", testLatePushBelowCap},
 		{"create replaces a timeline", testCreateReplaces},
 		{"remove takes one entry, remove author all of theirs", testRemove},
 		{"remove post takes it from every timeline that holds it", testRemovePost},
@@ -477,4 +478,27 @@ func testTTL(t *testing.T, s timeline.Store) {
 		}
 	}
 	same(t, "timeline", all(t, s, "u", 10), []string{"F2", "F1"})
+}
+
+// testLatePushBelowCap: pushes arrive out of order (fan-out of different posts runs concurrently,
+// and waits out outages). Entries older than what the cap already trimmed may be pushed after it;
+// the timeline must then still be complete from its newest entry down to its oldest: what it shows
+// is the newest part of everything pushed, with no hole where a trimmed entry was.
+func testLatePushBelowCap(t *testing.T, s timeline.Store) {
+	create(t, s, "u")
+	var pushed []string
+	for n := 100; n < 100+2*capacity; n++ {
+		push(t, s, []string{"u"}, n)
+		pushed = append(pushed, entry(n).PostID)
+	}
+	for n := range 20 {
+		push(t, s, []string{"u"}, n)
+		pushed = append(pushed, entry(n).PostID)
+	}
+	slices.Sort(pushed)
+	slices.Reverse(pushed) // newest first: post ids sort as their times do
+	got := all(t, s, "u", 100)
+	if len(got) < capacity || !slices.Equal(got, pushed[:len(got)]) {
+		t.Fatalf("timeline shows %v; want the newest part of %v", got, pushed)
+	}
 }
