@@ -47,7 +47,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 		}
 		return p.ID
 	}
-	feed := func(u string) []string {
+	stored := func(u string) []string { // the stored timeline (the feed is feedIDs)
 		p, err := tl.Page(ctx, u, timeline.Entry{}, 100)
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 	p1 := post("author", "one")
 	p2 := post("author", "two")
 	eventually("fan-out", func() bool {
-		return slices.Equal(feed("f1"), []string{p2, p1}) && slices.Equal(feed("f2"), []string{p2, p1}) && slices.Equal(feed("author"), []string{p2, p1})
+		return slices.Equal(stored("f1"), []string{p2, p1}) && slices.Equal(stored("f2"), []string{p2, p1}) && slices.Equal(stored("author"), []string{p2, p1})
 	})
 	if ok, _ := tl.Exists(ctx, "nofeed"); ok {
 		t.Fatal("fan-out created a timeline")
@@ -91,14 +91,14 @@ func TestFanoutAndCleanup(t *testing.T) {
 	// The merge stores only what lies above the timeline's oldest entry (a fan-out may have put p2
 	// there first); the feed shows both either way.
 	eventually("merge on follow", func() bool {
-		return len(feed("f3")) > 0 && slices.Equal(feedIDs(t, a, "f3"), []string{p2, p1})
+		return len(stored("f3")) > 0 && slices.Equal(feedIDs(t, a, "f3"), []string{p2, p1})
 	})
 	// A deleted post leaves every timeline; an unfollow, a mute and a block take the author out.
 	if err := a.DeletePost(as("author"), p1); err != nil {
 		t.Fatal(err)
 	}
 	eventually("delete", func() bool {
-		return slices.Equal(feed("f1"), []string{p2}) && slices.Equal(feed("f3"), []string{p2}) && slices.Equal(feed("author"), []string{p2})
+		return slices.Equal(stored("f1"), []string{p2}) && slices.Equal(stored("f3"), []string{p2}) && slices.Equal(stored("author"), []string{p2})
 	})
 	if err := a.Unfollow(server, "f1", "author"); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually("unfollow, mute, block", func() bool {
-		return len(feed("f1")) == 0 && len(feed("f2")) == 0 && len(feed("f3")) == 0
+		return len(stored("f1")) == 0 && len(stored("f2")) == 0 && len(stored("f3")) == 0
 	})
 	// A celebrity (more followers than the threshold) is not fanned out.
 	for _, f := range []string{"f1", "f2", "author"} {
@@ -122,9 +122,9 @@ func TestFanoutAndCleanup(t *testing.T) {
 	pipeline.Drain(t, 30*time.Second) // the follow merges are done before the celebrity posts
 	post("celeb", "famous")
 	normal := post("f2", "after the celebrity's post")
-	eventually("the later post arrives", func() bool { return slices.Contains(feed("f2"), normal) })
+	eventually("the later post arrives", func() bool { return slices.Contains(stored("f2"), normal) })
 	for _, u := range []string{"f1", "author", "celeb"} {
-		for _, id := range feed(u) {
+		for _, id := range stored(u) {
 			if p, _ := a.Post(server, id); p.Author.ID == "celeb" {
 				t.Fatalf("%s's timeline holds the celebrity's post", u)
 			}

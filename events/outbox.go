@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -49,7 +48,6 @@ type Outbox struct {
 type pendingIDs struct {
 	mu  sync.Mutex
 	ids map[string]time.Time
-	n   atomic.Int32 // len(ids), for Notify to read without the lock
 }
 
 const pendingTTL = 10 * time.Second
@@ -61,7 +59,13 @@ func (p *pendingIDs) add(id string) {
 		p.ids = map[string]time.Time{}
 	}
 	p.ids[id] = time.Now()
-	p.n.Store(int32(len(p.ids)))
+}
+
+// any reports whether there are pending ids.
+func (p *pendingIDs) any() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ids) > 0
 }
 
 // lowest returns the smallest pending id, dropping expired ones, or "" if none.
@@ -72,7 +76,6 @@ func (p *pendingIDs) lowest() string {
 	for id, at := range p.ids {
 		if time.Since(at) > pendingTTL {
 			delete(p.ids, id)
-			p.n.Store(int32(len(p.ids)))
 			continue
 		}
 		if low == "" || id < low {
@@ -88,7 +91,6 @@ func (p *pendingIDs) done(evs []rookery.Event) {
 	for _, ev := range evs {
 		delete(p.ids, ev.ID)
 	}
-	p.n.Store(int32(len(p.ids)))
 }
 
 // DefaultOutboxShards is the outbox's default partition count.
@@ -147,7 +149,7 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 func (o *Outbox) Notify() {
 	o.init()
 	for i, w := range o.wake {
-		if o.pending[i].n.Load() == 0 {
+		if !o.pending[i].any() {
 			continue
 		}
 		select {

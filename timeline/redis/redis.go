@@ -5,9 +5,8 @@
 //	{<prefix>:post:<post>}:in    set of the users whose timeline holds the post
 //
 // Each key carries a hash tag, so the store works on Redis Cluster. A push runs a script (add only
-// if the timeline exists, drop entries past the TTL, trim to the cap) for 256 timelines per call on
-// a single node, and per timeline on a cluster, where a script's keys must share a slot; one
-// pipeline per batch of users. Reads keep a timeline alive: one nobody reads expires and is
+// if the timeline exists, trim to the cap) for 256 timelines per call on a single node, and per
+// timeline on a cluster, where a script's keys must share a slot; one pipeline per batch of users. Reads keep a timeline alive: one nobody reads expires and is
 // rebuilt on its next read; so is every timeline if Redis loses its data.
 package redis
 
@@ -125,8 +124,8 @@ func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry)
 // addEach is add of one entry to many timelines (KEYS), without dropping expired entries (Page
 // does not show them; the cap and the key's expiry remove them): it returns, per key, 1 if the
 // timeline exists and took the entry, else 0. One call for a batch of timelines spares Redis a
-// script call per timeline (most of a push's cost), but its keys lie in many slots, so it runs on
-// a single node only; a cluster client runs add per timeline.
+// script call per timeline (most of a push's cost); on a cluster a call takes one key, since a
+// script's keys must share a slot.
 var addEach = goredis.NewScript(`
 local out = {}
 for k = 1, #KEYS do
@@ -140,12 +139,12 @@ for k = 1, #KEYS do
 end
 return out`)
 
-// pushBatch is how many timelines one addEach call takes: Redis runs nothing else while a script
-// runs, so a call is kept to about a millisecond.
+// pushBatch is how many timelines one addEach call takes on a single node: Redis runs nothing
+// else while a script runs, so a call is kept to about a millisecond.
 const pushBatch = 256
 
 // Push implements timeline.Store: one pipeline for the batch of users, of one addEach call per
-// pushBatch timelines (on a cluster, of one add call per timeline).
+// pushBatch timelines (per timeline on a cluster).
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "redis.Push"
 	keys := make([]string, len(users))
@@ -155,47 +154,37 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 		}
 		keys[i] = s.tlKey(u)
 	}
+	batch := pushBatch
+	if _, cluster := s.c.(*goredis.ClusterClient); cluster {
+		batch = 1
+	}
 	args := s.addArgs([]timeline.Entry{e})
-	_, cluster := s.c.(*goredis.ClusterClient)
-	took := make([]bool, 0, len(users))
-	cmds, err := s.evalSha(ctx, func(pipe goredis.Pipeliner) {
-		for chunk := range slices.Chunk(keys, pushBatch) {
-			if cluster {
-				for _, k := range chunk {
-					add.EvalSha(ctx, pipe, []string{k}, args...)
-				}
-				continue
-			}
+	cmds, err := s.evalSha(ctx, addEach, func(pipe goredis.Pipeliner) {
+		for chunk := range slices.Chunk(keys, batch) {
 			addEach.EvalSha(ctx, pipe, chunk, args...)
 		}
 	})
 	if err != nil {
 		return translate(op, err)
 	}
+	var holders []any
+	i := 0 // the user of the next flag: the calls' flags follow users' order
 	for _, c := range cmds {
-		if cluster {
-			n, _ := c.(*goredis.Cmd).Int()
-			took = append(took, n == 1)
-			continue
-		}
 		flags, _ := c.(*goredis.Cmd).Int64Slice()
 		for _, f := range flags {
-			took = append(took, f == 1)
-		}
-	}
-	var holders []any
-	for i, ok := range took {
-		if ok && i < len(users) {
-			holders = append(holders, users[i])
+			if f == 1 {
+				holders = append(holders, users[i])
+			}
+			i++
 		}
 	}
 	return translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
 }
 
-// evalSha runs the script calls (EVALSHA) that fill adds to a pipeline. If Redis does not have a
-// script (a restart, SCRIPT FLUSH) it loads them, on every node of a cluster, and runs the pipeline
-// again (the scripts are idempotent), up to three times.
-func (s *Store) evalSha(ctx context.Context, fill func(goredis.Pipeliner)) ([]goredis.Cmder, error) {
+// evalSha runs the calls of script (EVALSHA) that fill adds to a pipeline. If Redis does not have
+// the script (a restart, SCRIPT FLUSH) it loads it, on every node of a cluster, and runs the
+// pipeline again (the script must be idempotent), up to three times.
+func (s *Store) evalSha(ctx context.Context, script *goredis.Script, fill func(goredis.Pipeliner)) ([]goredis.Cmder, error) {
 	for attempt := 0; ; attempt++ {
 		pipe := s.c.Pipeline()
 		fill(pipe)
@@ -206,10 +195,8 @@ func (s *Store) evalSha(ctx context.Context, fill func(goredis.Pipeliner)) ([]go
 		if attempt == 3 || !goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			return nil, err
 		}
-		for _, sc := range []*goredis.Script{add, addEach, removeByPrefix} {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return nil, err
-			}
+		if err := script.Load(ctx, s.c).Err(); err != nil {
+			return nil, err
 		}
 	}
 }
