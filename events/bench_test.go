@@ -13,12 +13,21 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
 )
 
-func benchPipeline(b *testing.B) (table.Table, events.Log, *events.Outbox, context.CancelFunc) {
+// layouts are the two places of the embedded log: an engine of its own, or the table store's (one
+// write-ahead log for both, as `rookery serve` runs it).
+var layouts = []string{"separate", "shared"}
+
+func benchPipeline(b *testing.B, layout string) (table.Table, events.Log, *events.Outbox, context.CancelFunc) {
 	dir := b.TempDir()
 	tab := openTable(b, dir+"/table")
-	l, err := embedded.Open(embedded.Options{Dir: dir + "/log"})
+	opts := embedded.Options{Dir: dir + "/log"}
+	if layout == "shared" {
+		opts = embedded.Options{Engine: tab.(*pebble.DB).Engine()}
+	}
+	l, err := embedded.Open(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +41,13 @@ func benchPipeline(b *testing.B) (table.Table, events.Log, *events.Outbox, conte
 // BenchmarkOutboxThroughput: 8 writers commit transactions of 50 events each through the outbox;
 // the figure is events per second until the log holds them all (durable at both ends).
 func BenchmarkOutboxThroughput(b *testing.B) {
-	tab, l, ob, cancel := benchPipeline(b)
+	for _, layout := range layouts {
+		b.Run(layout, func(b *testing.B) { benchOutboxThroughput(b, layout) })
+	}
+}
+
+func benchOutboxThroughput(b *testing.B, layout string) {
+	tab, l, ob, cancel := benchPipeline(b, layout)
 	defer cancel()
 	ctx := context.Background()
 	const perTx, writers = 50, 8
@@ -75,7 +90,13 @@ func BenchmarkOutboxThroughput(b *testing.B) {
 // each at its scheduled time); a consumer records the time from the scheduled write to its
 // handler. It runs b.N events. The write's own share (scheduled time to commit) is reported too.
 func BenchmarkOutboxToHandlerLatency(b *testing.B) {
-	tab, l, ob, cancel := benchPipeline(b)
+	for _, layout := range layouts {
+		b.Run(layout, func(b *testing.B) { benchOutboxToHandlerLatency(b, layout) })
+	}
+}
+
+func benchOutboxToHandlerLatency(b *testing.B, layout string) {
+	tab, l, ob, cancel := benchPipeline(b, layout)
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	defer func() { stop(); <-stopped; cancel() }()

@@ -190,9 +190,8 @@ func (o *Outbox) relay(ctx context.Context, shard int) {
 		if low := o.pending[shard].lowest(); low != "" && from.Op == table.SKGt && low <= after {
 			from = table.SKCond{Op: table.SKGe, Value: low}
 		}
-		last, err := o.relayOnce(ctx, shard, from)
-		switch {
-		case err != nil:
+		last, full, err := o.relayOnce(ctx, shard, from)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -200,28 +199,31 @@ func (o *Outbox) relay(ctx context.Context, shard int) {
 			delay := DefaultBackoff(failures)
 			o.Logger.Warn("outbox relay failed; retrying", "shard", shard, "retry_in", delay, "err", err)
 			sleep(ctx, delay)
-		case last == "":
-			failures = 0
-			t := time.NewTimer(o.Poll)
-			select {
-			case <-ctx.Done():
-			case <-o.wake[shard]:
-			case <-t.C:
-			}
-			t.Stop()
-		default:
-			failures = 0
-			after = max(after, last)
+			continue
 		}
+		failures = 0
+		after = max(after, last)
+		if full {
+			continue // there may be more at once
+		}
+		// The shard held no more than this round took: wait for a Notify (an event written since
+		// the round's read left its wake-up in the channel) or the poll, instead of reading again.
+		t := time.NewTimer(o.Poll)
+		select {
+		case <-ctx.Done():
+		case <-o.wake[shard]:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
 // relayOnce moves up to Batch events of shard whose ids satisfy from to the log and returns the
-// last id it moved, or "" if there were none.
-func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (string, error) {
+// last id it moved ("" if there were none) and whether it read a full Batch.
+func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (last string, full bool, err error) {
 	page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(shard), SK: from, Limit: o.Batch})
 	if err != nil || len(page.Items) == 0 {
-		return "", err
+		return "", false, err
 	}
 	evs := make([]rookery.Event, 0, len(page.Items))
 	relayed := make([]table.Item, 0, len(page.Items))
@@ -236,7 +238,7 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (s
 		relayed = append(relayed, it)
 	}
 	if err := o.Log.Append(ctx, evs); err != nil {
-		return "", err
+		return "", false, err
 	}
 	o.pending[shard].done(evs)
 	for chunk := range slices.Chunk(relayed, table.MaxTransact) {
@@ -245,10 +247,10 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (s
 			ws[i] = table.ImmutableDeleteWrite(it)
 		}
 		if err := o.Table.TransactWrite(ctx, ws); err != nil {
-			return "", err // appended already: the next round appends them again, de-duplicated
+			return "", false, err // appended already: the next round appends them again, de-duplicated
 		}
 	}
-	return page.Items[len(page.Items)-1].String(table.SK), nil
+	return page.Items[len(page.Items)-1].String(table.SK), len(page.Items) == o.Batch, nil
 }
 
 // Pending reports how many events wait in the outbox, counting at most limit per shard.

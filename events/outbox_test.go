@@ -144,7 +144,11 @@ func TestOutboxCrashChild(t *testing.T) {
 	}
 	ctx := context.Background()
 	tab := openTable(t, filepath.Join(dir, "table"))
-	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Partitions: 4})
+	opts := embedded.Options{Dir: filepath.Join(dir, "log"), Partitions: 4}
+	if os.Getenv("ROOKERY_OUTBOX_CRASH_LAYOUT") == "shared" {
+		opts = embedded.Options{Engine: tab.(*pebble.DB).Engine(), Partitions: 4}
+	}
+	l, err := embedded.Open(opts)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -186,7 +190,15 @@ func TestOutboxCrashChild(t *testing.T) {
 	crashtest.Acks(acks)
 }
 
+// It runs with the log in its own engine and with the log in the table's engine (one write-ahead
+// log for both, as `rookery serve` runs it).
 func TestOutboxSurvivesSIGKILL(t *testing.T) {
+	for _, layout := range []string{"separate", "shared"} {
+		t.Run(layout, func(t *testing.T) { testOutboxSurvivesSIGKILL(t, layout) })
+	}
+}
+
+func testOutboxSurvivesSIGKILL(t *testing.T, layout string) {
 	rounds := 6
 	if testing.Short() {
 		rounds = 2
@@ -194,7 +206,7 @@ func TestOutboxSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	acked := map[string]bool{}
 	child := func(round string, kill time.Duration) string {
-		env := []string{crashEnv + "=" + dir, "ROOKERY_OUTBOX_CRASH_ROUND=" + round}
+		env := []string{crashEnv + "=" + dir, "ROOKERY_OUTBOX_CRASH_ROUND=" + round, "ROOKERY_OUTBOX_CRASH_LAYOUT=" + layout}
 		last, _ := crashtest.Run(t, "TestOutboxCrashChild", env, kill, func(id string) { acked[id] = true })
 		return last
 	}

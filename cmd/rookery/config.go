@@ -146,34 +146,36 @@ func (c *config) verifier(clock rookery.Clock) (*auth.Verifier, []byte, error) {
 	return v, cursorKey, nil
 }
 
-// openStore opens the configured table backend, observed by m.
-func (c *config) openStore(ctx context.Context, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (table.Table, error) {
+// openStore opens the configured table backend, observed by m. With --store pebble it returns the
+// embedded store too (its engine can hold the embedded event log); otherwise that is nil.
+func (c *config) openStore(ctx context.Context, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (table.Table, *pebble.DB, error) {
 	var t table.Table
+	var embedded *pebble.DB
 	switch c.store {
 	case "pebble":
 		db, err := pebble.Open(pebble.Options{
 			Dir: filepath.Join(c.dataDir, "store"), Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		t = db
+		t, embedded = db, db
 	case "dynamo":
 		client, err := c.dynamoClient(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		db, err := dynamo.New(client, dynamo.Options{
 			Table: c.dynamoTable, Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Capacity: m.ObserveCapacity,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		t = db
 	default:
-		return nil, fmt.Errorf("--store must be pebble or dynamo, not %q", c.store)
+		return nil, nil, fmt.Errorf("--store must be pebble or dynamo, not %q", c.store)
 	}
-	return table.Observed(t, m.ObserveStore), nil
+	return table.Observed(t, m.ObserveStore), embedded, nil
 }
 
 func (c *config) dynamoClient(ctx context.Context) (*dynamoClient, error) {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/table/pebble"
 )
 
 type eventsConfig struct {
@@ -32,11 +36,22 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
 }
 
-// open opens the configured event log.
-func (e *eventsConfig) open(ctx context.Context, dataDir string, log *slog.Logger) (events.Log, error) {
+// open opens the configured event log. The embedded log lives in the engine of the embedded store,
+// if there is one (store, with --store pebble), so that the outbox, the log and the consumers'
+// writes share one write-ahead log; a data directory that already has a log of its own in events/
+// (made by an earlier version) keeps using it. Close the log before the store.
+func (e *eventsConfig) open(ctx context.Context, dataDir string, store *pebble.DB, log *slog.Logger) (events.Log, error) {
 	switch e.backend {
 	case "embedded":
-		return embedded.Open(embedded.Options{Dir: filepath.Join(dataDir, "events"), Partitions: e.partitions, Logger: log})
+		opts := embedded.Options{Dir: filepath.Join(dataDir, "events"), Partitions: e.partitions, Logger: log}
+		if store != nil {
+			if _, err := os.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) {
+				opts.Engine = store.Engine()
+			} else {
+				log.Info("the event log stays in its own directory, as an earlier version made it", "dir", opts.Dir)
+			}
+		}
+		return embedded.Open(opts)
 	case "nats":
 		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions})
 	}

@@ -91,7 +91,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		return err
 	}
 	m := metrics.New()
-	store, err := cfg.openStore(ctx, clock, cursorKey, m, log)
+	store, embeddedStore, err := cfg.openStore(ctx, clock, cursorKey, m, log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 
-	evlog, err := sc.events.open(ctx, cfg.dataDir, log)
+	evlog, err := sc.events.open(ctx, cfg.dataDir, embeddedStore, log) // closed before the store
 	if err != nil {
 		return err
 	}

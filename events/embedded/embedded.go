@@ -10,11 +10,23 @@
 //	'q' group 0x00 event id              -> dead letter (JSON)
 //	'r' group 0x00 be64(time) event id   -> replayed event, delivered to that group only
 //
-// Appends are synced before Append returns. Group offsets are committed without a sync: after a
-// machine crash a group may be handed events it had acked again, which at-least-once allows.
+// The log can live on an engine of its own (Options.Dir) or on the table store's (Options.Engine):
+// its keys never start with the store's space bytes ('b', 'i', 't'). On the store's engine, the
+// outbox's writes, the relay's appends and deletes and the consumers' writes share one write-ahead
+// log, so concurrent commits share its syncs and the disk serves one log instead of two.
 //
-// Invariant (under Log.mu): for every partition p, offsets 0..next[p]-1 are stored, and every
-// group's committed[p] <= next[p]; a partition has at most one delivery in flight per group.
+// Appends are synced before Append returns, but consumers may be handed an event as soon as it is
+// committed, before its sync (so they do not wait for it). That is safe because the write-ahead log
+// is a sequence: anything written after an append (a group's offset, a dead letter, a consumer's own
+// write on the shared engine) cannot survive a crash the append did not; and an append lost in a
+// crash had not returned, so its caller (the outbox relay, which deletes only what was appended)
+// appends it again, and consumers, idempotent by contract, see it twice at most. Group offsets are
+// committed without a sync: after a machine crash a group may be handed events it had acked again,
+// which at-least-once allows.
+//
+// Invariant (under Log.mu): for every partition p, offsets 0..next[p]-1 are stored (committed,
+// perhaps not yet synced), and every group's committed[p] <= next[p]; a partition has at most one
+// delivery in flight per group.
 package embedded
 
 import (
@@ -37,8 +49,11 @@ import (
 
 // Options configure a Log.
 type Options struct {
-	Dir      string // ignored when InMemory
+	Dir      string // ignored when InMemory or with Engine
 	InMemory bool
+	// Engine, if set, is an open engine to keep the log in, shared with the table store
+	// (table/pebble's DB.Engine). The log does not close it: close the log first, then the store.
+	Engine *cpebble.DB
 	// Partitions is the number of partitions of a new log (0 means 16); an existing log keeps the
 	// count it was created with.
 	Partitions int
@@ -48,9 +63,10 @@ type Options struct {
 
 // Log is the embedded event log.
 type Log struct {
-	db    *cpebble.DB
-	parts int
-	clock rookery.Clock
+	db     *cpebble.DB
+	shared bool // db is Options.Engine: not the log's to close
+	parts  int
+	clock  rookery.Clock
 
 	stop, stopped chan struct{} // the offset flusher's
 
@@ -114,14 +130,20 @@ func Open(opts Options) (*Log, error) {
 	}
 	// Every append looks its event ids up to de-duplicate them, and almost all are absent: the bloom
 	// filters pebblekit sets answer those lookups without reading the sstables' index blocks.
-	db, err := pebblekit.Open(op, pebblekit.Config{Name: "the event log", Dir: opts.Dir, InMemory: opts.InMemory,
-		CacheBytes: 64 << 20, Logger: opts.Logger})
-	if err != nil {
-		return nil, err
+	db := opts.Engine
+	if db == nil {
+		var err error
+		db, err = pebblekit.Open(op, pebblekit.Config{Name: "the event log", Dir: opts.Dir, InMemory: opts.InMemory,
+			CacheBytes: 64 << 20, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
 	}
-	l := &Log{db: db, clock: opts.Clock, groups: map[string]*group{}, changed: make(chan struct{})}
+	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, groups: map[string]*group{}, changed: make(chan struct{})}
 	if err := l.load(opts.Partitions); err != nil {
-		db.Close()
+		if !l.shared {
+			db.Close()
+		}
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
 	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
@@ -251,9 +273,10 @@ func checkGroup(op rookery.Op, group string) error {
 // Append implements events.Log.
 //
 // Appends run concurrently: each reserves its offsets under appendMu (de-duplicating against the
-// log and against appends in flight), commits its batch with no lock held, so that concurrent
-// appends share fsyncs, and then publishes its offsets in reservation order, so that a reader
-// never sees an offset whose event is not yet durable.
+// log and against appends in flight), commits its batch with no lock held, publishes its offsets in
+// reservation order, so that a reader never sees an offset whose event is not committed, and then
+// waits for the sync (which concurrent appends and, on a shared engine, the store's writes share).
+// Consumers may see the events before the sync; the package comment says why that is safe.
 func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	const op rookery.Op = "embedded.Append"
 	for _, ev := range evs {
@@ -310,7 +333,7 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	l.lastPublished = done
 	l.appendMu.Unlock()
 
-	err := b.Commit(cpebble.Sync)
+	err := b.Commit(cpebble.NoSync)
 	<-prev // publish in reservation order
 	l.mu.Lock()
 	if err == nil {
@@ -328,6 +351,15 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		l.appendMu.Unlock()
 	}
 	close(done)
+	if err == nil {
+		// Syncing the write-ahead log makes this batch durable, and everything committed before it.
+		err = l.db.LogData(nil, cpebble.Sync)
+		if err != nil {
+			l.appendMu.Lock()
+			l.broken = err // published but perhaps not durable: stop before anything builds on it
+			l.appendMu.Unlock()
+		}
+	}
 	l.release(ids)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, "append failed", err)
@@ -819,7 +851,11 @@ func (l *Log) Close() error {
 	ferr := l.flushOffsetsLocked()
 	l.closed = true
 	l.broadcastLocked()
-	if err := errors.Join(ferr, l.db.Close()); err != nil {
+	var cerr error
+	if !l.shared {
+		cerr = l.db.Close()
+	}
+	if err := errors.Join(ferr, cerr); err != nil {
 		return rookery.E(rookery.Op("embedded.Close"), rookery.Internal, err)
 	}
 	return nil

@@ -3,11 +3,14 @@ package embedded_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
 )
 
 func TestConformance(t *testing.T) {
@@ -17,6 +20,45 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { l.Close() })
+		return l
+	})
+}
+
+// On the table store's engine (as `rookery serve` runs it), beside the store's items: the log
+// passes the same suite, the store's items are untouched, and closing the log leaves the engine
+// open for the store.
+func TestConformanceOnTheStoresEngine(t *testing.T) {
+	ctx := context.Background()
+	eventstest.Run(t, func(t testing.TB) events.Log {
+		store, err := pebble.Open(pebble.Options{InMemory: true, Clock: rookery.SystemClock, CursorKey: []byte("k"),
+			Schema: table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "gsi1pk", SK: "gsi1sk"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := table.Item{table.PK: "A", table.SK: "1", "gsi1pk": "X", "gsi1sk": "2", "ttl": time.Now().Add(time.Hour).Unix()}
+		if err := store.Put(ctx, item); err != nil {
+			t.Fatal(err)
+		}
+		l, err := embedded.Open(embedded.Options{Engine: store.Engine(), Partitions: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+			got, err := store.Get(ctx, table.Key{PK: "A", SK: "1"})
+			if err != nil || got.String("gsi1sk") != "2" {
+				t.Errorf("the store's item after the suite and the log's Close: %v, %v", got, err)
+			}
+			p, err := store.Query(ctx, table.Query{Index: "GSI1", PK: "X"})
+			if err != nil || len(p.Items) != 1 {
+				t.Errorf("the store's index after the suite: %v, %v", p.Items, err)
+			}
+			if err := store.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return l
 	})
 }

@@ -19,6 +19,9 @@ import (
 // Invariant: for every base item, its index entries and its TTL entry exist exactly when the item
 // has the index's key attributes / a TTL attribute, and hold its current value. All of an item's
 // entries are written in the same batch as the item, under the item's stripe lock.
+//
+// Other spaces belong to whoever shares the engine (DB.Engine: the embedded event log); the store
+// reads only its own.
 const (
 	spaceBase  = 'b'
 	spaceIndex = 'i'

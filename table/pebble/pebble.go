@@ -111,6 +111,11 @@ func tune(po *cpebble.Options) {
 	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
 }
 
+// Engine returns the Pebble engine under the store, for a component that keeps its own keys there
+// (the embedded event log: its keys never start with the store's space bytes). Writes to it share
+// the store's write-ahead log and its syncs. It stays open until Close: close its users first.
+func (d *DB) Engine() *cpebble.DB { return d.db }
+
 // Close stops the sweeper and closes the database. Acknowledged writes are already durable.
 func (d *DB) Close() error {
 	d.life.Lock()
