@@ -95,3 +95,39 @@ func TestPushAfterScriptFlush(t *testing.T) {
 		}
 	}
 }
+
+// TestPushHoldsTheCapExactly: pushes trim a timeline to exactly its cap (the sentinel aside) once it
+// is full, and leave one below the cap untouched.
+func TestPushHoldsTheCapExactly(t *testing.T) {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: addr()})
+	t.Cleanup(func() { client.Close() })
+	prefix := fmt.Sprintf("rookerytest-cap-%d-%d", os.Getpid(), seq.Add(1))
+	const cap = 5
+	s := redis.New(client, redis.Options{Prefix: prefix, Limits: timelinetest.Config{Cap: cap, InactiveAfter: time.Hour}})
+	t.Cleanup(func() { s.Drop(ctx) })
+	if err := s.Create(ctx, "u", nil); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now()
+	for n := range cap + 3 {
+		e := timeline.Entry{PostID: fmt.Sprintf("p%02d", n), AuthorID: "a", At: base.Add(time.Duration(n) * time.Second)}
+		if err := s.Push(ctx, []string{"u"}, e); err != nil {
+			t.Fatal(err)
+		}
+		keys := client.Keys(ctx, "{"+prefix+":*").Val()
+		members := int64(0)
+		for _, k := range keys {
+			if client.Type(ctx, k).Val() == "zset" {
+				members = client.ZCard(ctx, k).Val() - 1 // the sentinel
+			}
+		}
+		if want := int64(min(n+1, cap)); members != want {
+			t.Fatalf("after %d pushes the timeline holds %d entries, want %d", n+1, members, want)
+		}
+	}
+	p, err := s.Page(ctx, "u", timeline.Entry{}, 10)
+	if err != nil || len(p.Entries) != cap || p.Entries[0].PostID != fmt.Sprintf("p%02d", cap+2) {
+		t.Fatalf("page after the pushes: %+v, %v", p.Entries, err)
+	}
+}
