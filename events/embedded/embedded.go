@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +82,7 @@ type Log struct {
 	mu      sync.Mutex
 	closed  bool
 	next    []uint64
+	tails   []tail // per partition: the latest events, so that groups keeping up read no engine
 	groups  map[string]*group
 	changed chan struct{} // closed and replaced whenever something a waiting Next may want changes
 }
@@ -109,6 +111,39 @@ type partState struct {
 	ackWait     time.Duration
 	notBefore   time.Time
 	replayKey   []byte // for the replay queue: the key of the entry in flight
+}
+
+// tail is a partition's latest appended events, up to its next offset, kept in memory as they are
+// published: a group that keeps up reads them from here instead of opening an engine iterator (one
+// per delivery per group), and every group shares one decoding of them.
+type tail struct {
+	base uint64          // the offset of evs[0]
+	evs  []rookery.Event // the events at offsets base, base+1, ... next-1
+}
+
+// tailMax is how many events a partition's tail keeps (half are dropped when it is passed).
+const tailMax = 1024
+
+// push adds the event at offset off, which follows the last one (else the tail starts again at off).
+func (t *tail) push(off uint64, ev rookery.Event) {
+	if off != t.base+uint64(len(t.evs)) {
+		t.base, t.evs = off, nil
+	}
+	t.evs = append(t.evs, ev)
+	if len(t.evs) > tailMax {
+		drop := len(t.evs) - tailMax/2
+		t.base += uint64(drop)
+		t.evs = slices.Clone(t.evs[drop:])
+	}
+}
+
+// read returns up to n events from offset from on, if the tail holds from.
+func (t *tail) read(from uint64, n int) ([]rookery.Event, bool) {
+	if from < t.base || from >= t.base+uint64(len(t.evs)) {
+		return nil, false
+	}
+	i := int(from - t.base)
+	return slices.Clip(t.evs[i:min(len(t.evs), i+n)]), true
 }
 
 type stored struct {
@@ -223,6 +258,10 @@ func (l *Log) load(parts int) error {
 	l.next = make([]uint64, parts)
 	defer func() {
 		l.reserved = append([]uint64(nil), l.next...)
+		l.tails = make([]tail, parts)
+		for p := range parts {
+			l.tails[p].base = l.next[p]
+		}
 		l.inflight = map[string]bool{}
 		l.lastPublished = make(chan struct{})
 		close(l.lastPublished)
@@ -297,6 +336,7 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		return rookery.E(op, rookery.Internal, "the event log failed earlier", l.broken)
 	}
 	var ids []string
+	var added []appended
 	for _, ev := range evs {
 		dkey := append([]byte{'d'}, ev.ID...)
 		if l.inflight[ev.ID] {
@@ -321,6 +361,7 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		l.reserved[p]++
 		b.Set(ek, val, nil)
 		b.Set(dkey, ek[1:], nil)
+		added = append(added, appended{p: p, off: l.reserved[p] - 1, val: val})
 		l.inflight[ev.ID] = true
 		ids = append(ids, ev.ID)
 	}
@@ -332,6 +373,13 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	prev, done := l.lastPublished, make(chan struct{})
 	l.lastPublished = done
 	l.appendMu.Unlock()
+	// The tails hold the events as a read from the engine returns them.
+	for i := range added {
+		var st stored
+		if json.Unmarshal(added[i].val, &st) == nil {
+			added[i].ev, added[i].ok = st.Event, true
+		}
+	}
 
 	err := b.Commit(cpebble.NoSync)
 	<-prev // publish in reservation order
@@ -339,6 +387,13 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	if err == nil {
 		for p, n := range upTo {
 			l.next[p] = max(l.next[p], n)
+		}
+		for _, a := range added {
+			if a.ok {
+				l.tails[a.p].push(a.off, a.ev)
+			} else {
+				l.tails[a.p] = tail{base: a.off + 1} // never: what Append marshals decodes
+			}
 		}
 		l.broadcastLocked()
 	}
@@ -365,6 +420,16 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		return rookery.E(op, rookery.Internal, "append failed", err)
 	}
 	return nil
+}
+
+// appended is an event of an Append: its partition, offset and stored value, and its event as a
+// read would decode it (ok false if it did not decode).
+type appended struct {
+	p   int
+	off uint64
+	val []byte
+	ev  rookery.Event
+	ok  bool
 }
 
 // release forgets that ids are being appended.
@@ -549,6 +614,9 @@ const readAhead = 256
 
 // readLocked returns up to n stored events of partition p from offset from on.
 func (l *Log) readLocked(p int, from uint64, n int) ([]rookery.Event, error) {
+	if evs, ok := l.tails[p].read(from, n); ok {
+		return evs, nil
+	}
 	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, from), UpperBound: eventKey(p, l.next[p])})
 	if err != nil {
 		return nil, err
