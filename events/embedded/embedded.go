@@ -118,7 +118,7 @@ type partState struct {
 // per delivery per group), and every group shares one decoding of them.
 type tail struct {
 	base uint64          // the offset of evs[0]
-	evs  []rookery.Event // the events at offsets base, base+1, ... next-1
+	evs  []rookery.Event // the events at offsets base, base+1, ..., at most up to next-1
 }
 
 // tailMax is how many events a partition's tail keeps (half are dropped when it is passed).
@@ -389,10 +389,8 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 			l.next[p] = max(l.next[p], n)
 		}
 		for _, a := range added {
-			if a.ok {
+			if a.ok { // else the next push starts the tail again past it, and reads go to the engine
 				l.tails[a.p].push(a.off, a.ev)
-			} else {
-				l.tails[a.p] = tail{base: a.off + 1} // never: what Append marshals decodes
 			}
 		}
 		l.broadcastLocked()
