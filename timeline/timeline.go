@@ -11,6 +11,8 @@ package timeline
 
 import (
 	"context"
+	"hash/fnv"
+	"slices"
 	"time"
 )
 
@@ -105,4 +107,37 @@ type Store interface {
 	// RemovePost removes post from every timeline that holds it, in time proportional to the number
 	// of copies, never by scanning timelines (seed 004: delete by post through an index).
 	RemovePost(ctx context.Context, postID string) error
+}
+
+// Newest returns the newest n of entries, newest first, each post once (for a backend's Create,
+// Add and Merge).
+func Newest(entries []Entry, n int) []Entry {
+	es := slices.Clone(entries)
+	slices.SortFunc(es, func(a, b Entry) int {
+		switch {
+		case b.Older(a):
+			return -1
+		case a.Older(b):
+			return 1
+		}
+		return 0
+	})
+	es = slices.CompactFunc(es, func(a, b Entry) bool { return a.PostID == b.PostID })
+	return es[:min(len(es), n)]
+}
+
+// TrimEvery: a backend whose trims read the whole timeline trims a given timeline on about one
+// push in TrimEvery (TrimDue says which). A trim reads up to cap + the pushes since the last one,
+// so trimming once in 16 pushes cost about 50 entry reads per push of a full timeline, which
+// swamped fan-out under a write-heavy load; once in 256 costs about 4, and a timeline holds at
+// most about cap + 256 entries (more only by chance), the oldest of which reads skip past
+// harmlessly.
+const TrimEvery = 256
+
+// TrimDue reports whether the push of post to user's timeline trims it: decided by a hash, so a
+// redelivered push decides the same.
+func TrimDue(user, post string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(user + "\x00" + post))
+	return h.Sum32()%TrimEvery == 0
 }

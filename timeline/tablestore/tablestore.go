@@ -10,15 +10,14 @@
 // Reading a timeline pushes its marker's expiry InactiveAfter ahead (at most once an hour); a
 // timeline nobody reads loses its marker, and with it its existence. RemovePost queries GSI4 for the
 // copies of a post and deletes them: O(copies), never a scan. Trimming to the cap on Push is
-// amortized: a push trims a timeline with probability 1/trimEvery (decided by a hash, so
-// redeliveries agree); Add trims at once.
+// amortized: a push trims a timeline with probability 1/timeline.TrimEvery (timeline.TrimDue);
+// Add trims at once.
 package tablestore
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -44,13 +43,6 @@ type Store struct {
 }
 
 var _ timeline.Store = (*Store)(nil)
-
-// trimEvery: a push trims a given timeline once in this many pushes on average. A trim reads the
-// whole timeline (up to cap + the pushes since the last trim), so trimming once in 16 pushes cost
-// about 50 item reads per push of a full timeline, which swamped fan-out under a write-heavy load;
-// once in 256 costs about 4, and a timeline holds at most about cap + 256 entries (more only by
-// chance), the oldest of which reads skip past harmlessly.
-const trimEvery = 256
 
 // New returns a Store on t.
 func New(t table.Table, o Options) *Store {
@@ -118,7 +110,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 				continue // no timeline: it is built on its next read
 			}
 			writes = append(writes, table.ImmutablePutWrite(s.entryItem(chunk[i], e)))
-			if trimDue(chunk[i], e.PostID) {
+			if timeline.TrimDue(chunk[i], e.PostID) {
 				trim = append(trim, chunk[i])
 			}
 		}
@@ -152,12 +144,6 @@ func concurrently[T any](parts []T, do func(T) error) error {
 		}
 	}
 	return first
-}
-
-func trimDue(user, post string) bool {
-	h := fnv.New32a()
-	h.Write([]byte(user + "\x00" + post))
-	return h.Sum32()%trimEvery == 0
 }
 
 // trim deletes the entries of user's timeline past the cap.
@@ -256,20 +242,12 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if err := s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true }); err != nil {
 		return err
 	}
-	es := newest(entries, s.cap)
+	es := timeline.Newest(entries, s.cap)
 	writes := []table.Write{table.PutWrite(s.markerItem(user))}
 	for _, e := range es {
 		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
 	}
 	return s.write(ctx, writes)
-}
-
-// newest returns the newest n of entries, newest first, each post once.
-func newest(entries []timeline.Entry, n int) []timeline.Entry {
-	es := slices.Clone(entries)
-	slices.SortFunc(es, func(a, b timeline.Entry) int { return strings.Compare(entrySK(b), entrySK(a)) })
-	es = slices.CompactFunc(es, func(a, b timeline.Entry) bool { return a.PostID == b.PostID })
-	return es[:min(len(es), n)]
 }
 
 // write commits writes in transactions of up to MaxTransact, concurrently.
@@ -292,7 +270,7 @@ func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) 
 		return err
 	}
 	var writes []table.Write
-	for _, e := range newest(entries, s.cap) {
+	for _, e := range timeline.Newest(entries, s.cap) {
 		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
 	}
 	if err := s.write(ctx, writes); err != nil {
@@ -311,7 +289,7 @@ func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry
 	if ok, err := s.Exists(ctx, user); err != nil || !ok {
 		return err
 	}
-	entries = newest(entries, s.cap)
+	entries = timeline.Newest(entries, s.cap)
 	for done := 0; done < len(entries); {
 		q := s.entries(user, false)
 		q.Limit = 1
