@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"timeline/timelinetest":   {"", "timeline"},
 	"timeline/tablestore":     {"", "table", "timeline"},
 	"timeline/redis":          {"", "timeline"},
+	"timeline/pebblestore":    {"", "timeline", "internal/keylock"},
 	"auth":                    {""},
 	"metrics":                 {""},
 	"graph":                   {},

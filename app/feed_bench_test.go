@@ -19,12 +19,13 @@ import (
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/pebblestore"
 	tlredis "github.com/rookery/rookery/timeline/redis"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 // The home timeline benchmarks (issue 5), on Pebble on disk (synced, as `rookery serve` runs it)
-// with table-backed or Redis timelines:
+// with timelines in the store's engine (rookery serve's default), table-backed or in Redis:
 //
 //	go test -run '^$' -bench 'Fanout|FeedRead' -benchtime 3x ./app
 type benchWorld struct {
@@ -50,6 +51,10 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 	var err error
 	w := &benchWorld{tab: db}
 	switch timelines {
+	case "store": // as rookery serve keeps them: in the Pebble store's engine, in their own layout
+		s := pebblestore.New(db.(*pebble.DB).Engine(), pebblestore.Options{SweepEvery: -1})
+		b.Cleanup(func() { s.Close() })
+		w.tl = s
 	case "table":
 		w.tl = tablestore.New(db, tablestore.Options{})
 	case "redis":
@@ -132,7 +137,7 @@ func BenchmarkFanout(b *testing.B) {
 	for _, c := range []struct {
 		name, store string
 		held        int
-	}{{"table", "table", 0}, {"redis", "redis", 0}, {"redis-full", "redis", 200}} {
+	}{{"store", "store", 0}, {"table", "table", 0}, {"redis", "redis", 0}, {"redis-full", "redis", 200}} {
 		b.Run(c.name, func(b *testing.B) {
 			const followers = 10_000
 			w := fanoutWorld(b, c.store, followers, c.held)
@@ -157,7 +162,7 @@ func BenchmarkFanout(b *testing.B) {
 // BenchmarkRemovePost measures the cleanup of a deleted post held by 10,000 timelines (the time of
 // RemovePost alone; the fan-out before it is not timed).
 func BenchmarkRemovePost(b *testing.B) {
-	for _, store := range []string{"table", "redis"} {
+	for _, store := range []string{"store", "table", "redis"} {
 		b.Run(store, func(b *testing.B) {
 			w := fanoutWorld(b, store, 10_000, 0)
 			ctx := context.Background()
@@ -181,7 +186,7 @@ func BenchmarkRemovePost(b *testing.B) {
 // follows 200 authors with 20 posts each, from a stored timeline; and a reader who follows 50
 // celebrities (merged at read time) with 20 posts each.
 func BenchmarkFeedRead(b *testing.B) {
-	for _, store := range []string{"table", "redis"} {
+	for _, store := range []string{"store", "table", "redis"} {
 		for _, shape := range []string{"followees", "celebrities"} {
 			b.Run(store+"/"+shape, func(b *testing.B) {
 				authors := 200

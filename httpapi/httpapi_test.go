@@ -34,6 +34,7 @@ import (
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/pebblestore"
 	tlredis "github.com/rookery/rookery/timeline/redis"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
@@ -60,7 +61,7 @@ type fixture struct {
 
 // fixtureConfig varies the fixture; the zero value is the default service.
 type fixtureConfig struct {
-	timelines          string // "table" (the default: in the store) or "redis"
+	timelines          string // "" (in the store, as rookery serve: Pebble's timeline layout, or table items on DynamoDB), "table" (table items) or "redis"
 	redisAddr          string // "" means 127.0.0.1:6379
 	celebrityThreshold int    // 0: the default
 	timelineCap        int    // 0: the default
@@ -162,8 +163,18 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 // openTimelines returns the timeline store cfg names and a function that makes a user's timeline
 // vanish.
 func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline.Store, func(string)) {
+	limits := timeline.Limits{Cap: cfg.timelineCap}
+	if db, ok := store.(*flakyStore).Table.(*pebble.DB); ok && cfg.timelines == "" {
+		s := pebblestore.New(db.Engine(), pebblestore.Options{Limits: limits, SweepEvery: -1})
+		t.Cleanup(func() { s.Close() })
+		return s, func(user string) {
+			if err := db.Engine().Delete(append([]byte{'h'}, user...), nil); err != nil { // its marker
+				t.Fatal(err)
+			}
+		}
+	}
 	if cfg.timelines != "redis" {
-		return tablestore.New(store, tablestore.Options{Limits: timeline.Limits{Cap: cfg.timelineCap}}), func(user string) {
+		return tablestore.New(store, tablestore.Options{Limits: limits}), func(user string) {
 			if err := store.Delete(context.Background(), table.Key{PK: "FEED#" + user, SK: "~"}); err != nil {
 				t.Fatal(err)
 			}

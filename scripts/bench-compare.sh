@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-compare.sh — the comparison of docs/performance.md: one workload on one graph against
-# Rookery (embedded, table timelines), Rookery with Redis timelines, and the two baselines
+# Rookery (embedded, timelines in the store), Rookery with Redis timelines, and the two baselines
 # (fan-out on read in PostgreSQL; seed 002's naive Redis lists), in the same run, on this machine.
 #
 #   scripts/bench-compare.sh GRAPH [rookery bench flags...]
@@ -27,7 +27,7 @@ serve() { # timelines
 	echo "the server did not start:"; cat "$work/$1.log"; exit 1
 }
 
-for timelines in table redis; do
+for timelines in store redis; do
 	echo "== rookery, $timelines timelines"
 	serve "$timelines"
 	bin/rookery bench --graph "$graph" --import --server http://127.0.0.1:18080 --data-dir "$work/$timelines" \

@@ -378,7 +378,7 @@ func TestRedisTimelinesConfiguration(t *testing.T) {
 // the follower's feed (fan-out ran in serve), a delete leaves it at once, and the first read of a
 // new reader's feed (a rebuild) is complete.
 func TestHomeFeedEndToEnd(t *testing.T) {
-	for _, store := range []string{"table", "redis"} {
+	for _, store := range []string{"store", "table", "redis"} {
 		t.Run(store, func(t *testing.T) {
 			dir := t.TempDir()
 			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-prefix", redisPrefix(t))

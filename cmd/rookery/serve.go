@@ -110,10 +110,15 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 			log.Error("closing the event log", "err", err)
 		}
 	}()
-	timelines, timelinesReady, err := sc.timelines.open(store, clock)
+	timelines, timelinesReady, closeTimelines, err := sc.timelines.open(store, embeddedStore, clock, log)
 	if err != nil {
 		return err
 	}
+	defer func() { // before the store, after the pipeline
+		if err := closeTimelines(); err != nil {
+			log.Error("closing the timelines", "err", err)
+		}
+	}()
 	newID := func() string { return ulid.Make().String() }
 	outbox := &events.Outbox{Table: store, Log: evlog, Logger: log}
 

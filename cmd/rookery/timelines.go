@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/pebblestore"
 	tlredis "github.com/rookery/rookery/timeline/redis"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
@@ -28,7 +31,7 @@ type timelinesConfig struct {
 }
 
 func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&c.backend, "timelines", "table", "home timeline store: table (in the store) or redis")
+	f.StringVar(&c.backend, "timelines", "store", "home timeline store: store (in the store: Pebble's own timeline layout with --store pebble, table items with --store dynamo), table (table items in either store) or redis")
 	f.StringVar(&c.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address, with --timelines redis (host:port; several, comma-separated, for a cluster)")
 	f.StringVar(&c.redisPrefix, "redis-prefix", "rookery", "prefix of Rookery's Redis keys")
 	f.IntVar(&c.cap, "timeline-cap", timeline.DefaultCap, "entries kept per home timeline")
@@ -37,18 +40,25 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }
 
-// open returns the configured timeline store and, for Redis, a readiness check (table-backed
-// timelines live in the store, whose check covers them).
-func (c *timelinesConfig) open(store table.Table, clock rookery.Clock) (timeline.Store, func(context.Context) error, error) {
+// open returns the configured timeline store, a readiness check for Redis (timelines in the store
+// are covered by the store's check), and what closes it (before the store).
+func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
+	nothing := func() error { return nil }
 	switch c.backend {
+	case "store":
+		if engine != nil {
+			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log})
+			return s, nil, s.Close, nil
+		}
+		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil
 	case "table":
-		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nil
+		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(c.redisAddr)))
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Limits: c.limits()}), ping, nil
+		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Limits: c.limits()}), ping, client.Close, nil
 	}
-	return nil, nil, fmt.Errorf("--timelines must be table or redis, not %q", c.backend)
+	return nil, nil, nil, fmt.Errorf("--timelines must be store, table or redis, not %q", c.backend)
 }
 
 func (c *timelinesConfig) limits() timeline.Limits {

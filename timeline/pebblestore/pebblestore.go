@@ -1,0 +1,686 @@
+// Package pebblestore keeps home timelines in a Pebble engine of their own layout: the embedded
+// default, in the table store's engine (its key spaces are disjoint from the store's and the event
+// log's), so a timeline write costs two short engine keys instead of a table item with its index
+// and TTL entries.
+//
+//	'h' user                          -> be64(expiry, unix ms)   the timeline exists until then
+//	'f' user 0x00 be64(at) post       -> author                  an entry; at is the post's time in ms
+//	'g' post 0x00 user                -> be64(at)                the timelines holding a post
+//
+// Entries sort oldest first (time, then post id), so a page reads backwards from its cursor.
+//
+// Push writes one batch for all its users (their markers read with one iterator, in key order)
+// without syncing it, then syncs the write-ahead log once: a fan-out of 10,000 timelines costs one
+// sync. Every other write is synced as it commits.
+//
+// The cap is kept lazily on Push (a push trims a timeline on about one push in
+// timeline.TrimEvery, decided by timeline.TrimDue) and exactly by Add and Merge. Entries past
+// their TTL are never shown; trims and the sweeper remove them. A timeline unread for
+// InactiveAfter stops existing at once (its marker has expired); the sweeper deletes what it held.
+//
+// Create, Add, Merge, DropOlder, RemoveAuthor, trims and the sweeper take a lock on the user, so a
+// Merge reads the oldest entry and writes above it in one atomic step. Push takes no lock: it
+// only adds entries (the newest), which none of those steps can get wrong.
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/keylock"
+	"github.com/rookery/rookery/timeline"
+)
+
+// Options configure a Store.
+type Options struct {
+	timeline.Limits
+	Clock rookery.Clock // nil means the system clock
+	// SweepEvery is how often the sweeper deletes the timelines that stopped existing and the
+	// entries past their TTL; 0 means an hour, and a negative value disables it (call Sweep).
+	SweepEvery time.Duration
+	Logger     *slog.Logger // the sweeper's errors; nil means none are logged
+}
+
+// Store is a timeline.Store on a Pebble engine.
+type Store struct {
+	db    *cpebble.DB
+	cap   int
+	ttl   time.Duration
+	idle  time.Duration
+	clock rookery.Clock
+	locks keylock.Set[string]
+	log   *slog.Logger
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// New returns a Store on db and starts its sweeper. db must stay open until Close returns.
+func New(db *cpebble.DB, o Options) *Store {
+	l := o.Limits.WithDefaults()
+	if o.Clock == nil {
+		o.Clock = rookery.SystemClock
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{db: db, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock, log: o.Logger,
+		locks: keylock.Set[string]{Compare: strings.Compare}, stop: make(chan struct{}), done: make(chan struct{})}
+	every := o.SweepEvery
+	if every == 0 {
+		every = time.Hour
+	}
+	if every < 0 {
+		close(s.done)
+		return s
+	}
+	go s.sweepLoop(every)
+	return s
+}
+
+// Close stops the sweeper. It does not close the engine.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+func markerKey(user string) []byte { return append([]byte{'h'}, user...) }
+
+// feedPrefix is the prefix of user's entries; feedEnd is the first key after them.
+func feedPrefix(user string) []byte { return append(append([]byte{'f'}, user...), 0) }
+func feedEnd(user string) []byte    { return append(append([]byte{'f'}, user...), 1) }
+
+// ms encodes a time in ms so that byte order is time order (the sign bit flipped).
+func ms(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())^1<<63) }
+
+func unms(b []byte) time.Time { return time.UnixMilli(int64(binary.BigEndian.Uint64(b) ^ 1<<63)).UTC() }
+
+func entryKey(user string, at []byte, post string) []byte {
+	return append(append(feedPrefix(user), at...), post...)
+}
+
+func holderKey(post, user string) []byte {
+	return append(append(append([]byte{'g'}, post...), 0), user...)
+}
+
+// parseEntry decodes the key (of user's timeline) and value of an entry.
+func parseEntry(user string, k, v []byte) timeline.Entry {
+	rest := k[len(user)+2:]
+	return timeline.Entry{At: unms(rest[:8]), PostID: string(rest[8:]), AuthorID: string(v)}
+}
+
+func checkUser(op rookery.Op, user string) error {
+	if !rookery.ValidUserID(user) {
+		return rookery.E(op, rookery.Invalid, "not a user id")
+	}
+	return nil
+}
+
+func checkEntry(op rookery.Op, e timeline.Entry) error {
+	return checkPost(op, e.PostID)
+}
+
+func checkPost(op rookery.Op, post string) error {
+	if post == "" || len(post) > 1024 || strings.IndexByte(post, 0) >= 0 {
+		return rookery.E(op, rookery.Invalid, "not a post id")
+	}
+	return nil
+}
+
+func internal(op rookery.Op, err error) error {
+	if err == nil {
+		return nil
+	}
+	return rookery.E(op, rookery.Internal, err)
+}
+
+// cutoff is the time below which entries are past their TTL.
+func (s *Store) cutoff() time.Time { return s.clock.Now().Add(-s.ttl) }
+
+// live reports whether a marker's value says the timeline exists now.
+func (s *Store) live(v []byte) bool {
+	return len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > s.clock.Now().UnixMilli()
+}
+
+// marker returns user's marker value, or nil if there is none.
+func (s *Store) marker(user string) ([]byte, error) {
+	v, closer, err := s.db.Get(markerKey(user))
+	if err == cpebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), nil
+}
+
+func (s *Store) markerValue() []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(s.clock.Now().Add(s.idle).UnixMilli()))
+}
+
+// setEntry adds the writes of user's entry e to b.
+func setEntry(b *cpebble.Batch, user string, e timeline.Entry) {
+	at := ms(e.At)
+	_ = b.Set(entryKey(user, at, e.PostID), []byte(e.AuthorID), nil)
+	_ = b.Set(holderKey(e.PostID, user), at, nil)
+}
+
+// deleteEntry adds the deletes of user's entry with key k to b.
+func deleteEntry(b *cpebble.Batch, user string, k []byte) {
+	_ = b.Delete(k, nil)
+	_ = b.Delete(holderKey(string(k[len(user)+10:]), user), nil)
+}
+
+// Push implements timeline.Store.
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
+	const op rookery.Op = "pebblestore.Push"
+	for _, u := range users {
+		if err := checkUser(op, u); err != nil {
+			return err
+		}
+	}
+	if err := checkEntry(op, e); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return rookery.E(op, rookery.Unavailable, err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	sorted := make([][]byte, len(users))
+	for i, u := range users {
+		sorted[i] = markerKey(u)
+	}
+	slices.SortFunc(sorted, bytes.Compare)
+	b := s.db.NewBatch()
+	defer b.Close()
+	var trim []string
+	err := s.eachMarker(sorted, func(user string) {
+		setEntry(b, user, e)
+		if timeline.TrimDue(user, e.PostID) {
+			trim = append(trim, user)
+		}
+	})
+	if err != nil {
+		return internal(op, err)
+	}
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		return internal(op, err)
+	}
+	for _, u := range trim {
+		if err := s.trim(u, cpebble.NoSync); err != nil {
+			return internal(op, err)
+		}
+	}
+	// One sync makes the whole push durable: the write-ahead log is a sequence.
+	return internal(op, s.db.LogData(nil, cpebble.Sync))
+}
+
+// eachMarker calls do for the user of each marker key in keys (ascending) whose timeline exists,
+// reading them with one iterator.
+func (s *Store) eachMarker(keys [][]byte, do func(user string)) error {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: []byte{'h'}, UpperBound: []byte{'i'}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for i, k := range keys {
+		if i > 0 && bytes.Equal(k, keys[i-1]) {
+			continue
+		}
+		if !it.SeekPrefixGE(k) {
+			if err := it.Error(); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if s.live(v) {
+			do(string(k[1:]))
+		}
+	}
+	return nil
+}
+
+// trim deletes user's entries past the cap and past their TTL.
+func (s *Store) trim(user string, sync *cpebble.WriteOptions) error {
+	defer s.locks.Lock(user)()
+	return s.trimLocked(user, sync)
+}
+
+func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: feedEnd(user)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	defer b.Close()
+	cut := ms(s.cutoff())
+	n := 0
+	for ok := it.Last(); ok; ok = it.Prev() {
+		k := it.Key()
+		if n++; n > s.cap || bytes.Compare(k[len(user)+2:len(user)+10], cut) < 0 {
+			deleteEntry(b, user, bytes.Clone(k))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	return b.Commit(sync)
+}
+
+// Page implements timeline.Store.
+func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, limit int) (timeline.Page, error) {
+	const op rookery.Op = "pebblestore.Page"
+	if err := checkUser(op, user); err != nil {
+		return timeline.Page{}, err
+	}
+	if limit < 1 || limit > 100 {
+		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
+	}
+	if before.PostID != "" {
+		if err := checkEntry(op, before); err != nil {
+			return timeline.Page{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return timeline.Page{}, rookery.E(op, rookery.Unavailable, err)
+	}
+	ok, err := s.keepAlive(user)
+	if err != nil || !ok {
+		return timeline.Page{}, internal(op, err)
+	}
+	upper := feedEnd(user)
+	if before.PostID != "" {
+		upper = entryKey(user, ms(before.At), before.PostID)
+	}
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: upper})
+	if err != nil {
+		return timeline.Page{}, internal(op, err)
+	}
+	defer it.Close()
+	page := timeline.Page{Exists: true}
+	cut := s.cutoff()
+	for ok := it.Last(); ok && len(page.Entries) < limit; ok = it.Prev() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return timeline.Page{}, internal(op, err)
+		}
+		e := parseEntry(user, it.Key(), v)
+		if e.At.Before(cut) {
+			break // every later entry is older still
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	return page, internal(op, it.Error())
+}
+
+// keepAlive reports whether user's timeline exists, and pushes its marker's expiry InactiveAfter
+// ahead when it has run down by a tenth of that (at most an hour): a write at most once an hour
+// per reader.
+func (s *Store) keepAlive(user string) (bool, error) {
+	v, err := s.marker(user)
+	if err != nil || !s.live(v) {
+		return false, err
+	}
+	refresh := s.clock.Now().Add(s.idle - min(time.Hour, s.idle/10)).UnixMilli()
+	if int64(binary.BigEndian.Uint64(v)) >= refresh {
+		return true, nil
+	}
+	// Under the lock, so the sweeper cannot delete the timeline between the check and the write.
+	defer s.locks.Lock(user)()
+	if v, err = s.marker(user); err != nil || !s.live(v) {
+		return false, err
+	}
+	return true, s.db.Set(markerKey(user), s.markerValue(), cpebble.Sync)
+}
+
+// Exists implements timeline.Store.
+func (s *Store) Exists(ctx context.Context, user string) (bool, error) {
+	const op rookery.Op = "pebblestore.Exists"
+	if err := checkUser(op, user); err != nil {
+		return false, err
+	}
+	v, err := s.marker(user)
+	return err == nil && s.live(v), internal(op, err)
+}
+
+// Create implements timeline.Store.
+func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "pebblestore.Create"
+	if err := s.check(op, user, entries); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.each(user, func(k, _ []byte) { deleteEntry(b, user, k) }); err != nil {
+		return internal(op, err)
+	}
+	_ = b.Set(markerKey(user), s.markerValue(), nil)
+	for _, e := range timeline.Newest(entries, s.cap) {
+		setEntry(b, user, e)
+	}
+	return internal(op, b.Commit(cpebble.Sync))
+}
+
+func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) error {
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := checkEntry(op, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each calls do with (a copy of) the key and value of each of user's entries, oldest first.
+func (s *Store) each(user string, do func(k, v []byte)) error {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: feedEnd(user)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		do(bytes.Clone(it.Key()), bytes.Clone(v))
+	}
+	return it.Error()
+}
+
+// Add implements timeline.Store.
+func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "pebblestore.Add"
+	if err := s.check(op, user, entries); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	return internal(op, s.addLocked(user, timeline.Newest(entries, s.cap)))
+}
+
+// addLocked writes entries into user's timeline, if it exists, and trims it to exactly the cap.
+func (s *Store) addLocked(user string, entries []timeline.Entry) error {
+	v, err := s.marker(user)
+	if err != nil || !s.live(v) || len(entries) == 0 {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, e := range entries {
+		setEntry(b, user, e)
+	}
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		return err
+	}
+	return s.trimLocked(user, cpebble.Sync)
+}
+
+// Merge implements timeline.Store: under the user's lock, it reads the oldest entry (not past its
+// TTL) and adds the entries newer than it.
+func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
+	const op rookery.Op = "pebblestore.Merge"
+	if err := s.check(op, user, entries); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	oldest, ok, err := s.oldest(user)
+	if err != nil || !ok {
+		return internal(op, err)
+	}
+	var newer []timeline.Entry
+	for _, e := range timeline.Newest(entries, s.cap) {
+		if oldest.Older(e) {
+			newer = append(newer, e)
+		}
+	}
+	return internal(op, s.addLocked(user, newer))
+}
+
+// oldest returns user's oldest entry that is not past its TTL; false if there is none.
+func (s *Store) oldest(user string) (timeline.Entry, bool, error) {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: entryKey(user, ms(s.cutoff()), ""), UpperBound: feedEnd(user)})
+	if err != nil {
+		return timeline.Entry{}, false, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return timeline.Entry{}, false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return timeline.Entry{}, false, err
+	}
+	return parseEntry(user, it.Key(), v), true, nil
+}
+
+// DropOlder implements timeline.Store.
+func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
+	const op rookery.Op = "pebblestore.DropOlder"
+	if err := s.check(op, user, []timeline.Entry{e}); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	bound := entryKey(user, ms(e.At), e.PostID)
+	return internal(op, s.deleteWhere(user, func(k, _ []byte) bool { return bytes.Compare(k, bound) < 0 }))
+}
+
+// deleteWhere deletes the entries of user's timeline that pick selects (the caller holds the lock).
+func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := s.each(user, func(k, v []byte) {
+		if pick(k, v) {
+			deleteEntry(b, user, k)
+		}
+	})
+	if err != nil || b.Empty() {
+		return err
+	}
+	return b.Commit(cpebble.Sync)
+}
+
+// Remove implements timeline.Store: the post index says where the entry is.
+func (s *Store) Remove(ctx context.Context, user, postID string) error {
+	const op rookery.Op = "pebblestore.Remove"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if err := checkPost(op, postID); err != nil {
+		return err
+	}
+	hk := holderKey(postID, user)
+	at, closer, err := s.db.Get(hk)
+	if err == cpebble.ErrNotFound {
+		return nil
+	}
+	if err != nil {
+		return internal(op, err)
+	}
+	k := entryKey(user, at, postID)
+	closer.Close()
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(k, nil)
+	_ = b.Delete(hk, nil)
+	return internal(op, b.Commit(cpebble.Sync))
+}
+
+// RemoveAuthor implements timeline.Store: it reads the timeline (at most the cap, and what trims
+// have not caught up with) and deletes the author's entries.
+func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
+	const op rookery.Op = "pebblestore.RemoveAuthor"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	return internal(op, s.deleteWhere(user, func(_, v []byte) bool { return string(v) == author }))
+}
+
+// RemovePost implements timeline.Store: it reads the post's holders and deletes each copy, in
+// batches of removeBatch copies, then syncs once: O(copies).
+func (s *Store) RemovePost(ctx context.Context, postID string) error {
+	const op rookery.Op = "pebblestore.RemovePost"
+	if err := checkPost(op, postID); err != nil {
+		return err
+	}
+	prefix := append(append([]byte{'g'}, postID...), 0)
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: append(append([]byte{'g'}, postID...), 1)})
+	if err != nil {
+		return internal(op, err)
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	defer func() { b.Close() }()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return rookery.E(op, rookery.Unavailable, err)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return internal(op, err)
+		}
+		user := string(it.Key()[len(prefix):])
+		_ = b.Delete(entryKey(user, v, postID), nil)
+		_ = b.Delete(it.Key(), nil)
+		if b.Count() >= 2*removeBatch {
+			if err := b.Commit(cpebble.NoSync); err != nil {
+				return internal(op, err)
+			}
+			b.Close()
+			b = s.db.NewBatch()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return internal(op, err)
+	}
+	return internal(op, b.Commit(cpebble.Sync))
+}
+
+const removeBatch = 1000
+
+func (s *Store) sweepLoop(every time.Duration) {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("sweeping home timelines", "err", err)
+			}
+		}
+	}
+}
+
+// sweepPage is how many markers the sweeper reads at a time (it holds no iterator while it
+// deletes).
+const sweepPage = 1000
+
+// Sweep deletes the timelines that stopped existing (their marker expired: nobody read them for
+// InactiveAfter), marker and entries, and the entries of the others that are past their TTL.
+// It costs a seek per timeline plus what it deletes.
+func (s *Store) Sweep(ctx context.Context) error {
+	const op rookery.Op = "pebblestore.Sweep"
+	from := []byte{'h'}
+	for {
+		if err := ctx.Err(); err != nil {
+			return rookery.E(op, rookery.Unavailable, err)
+		}
+		users, err := s.markerPage(from)
+		if err != nil {
+			return internal(op, err)
+		}
+		for _, u := range users {
+			if err := s.sweep(u); err != nil {
+				return internal(op, err)
+			}
+		}
+		if len(users) < sweepPage {
+			return nil
+		}
+		from = append(markerKey(users[len(users)-1]), 0)
+	}
+}
+
+// markerPage returns the users of up to sweepPage markers from key from on.
+func (s *Store) markerPage(from []byte) ([]string, error) {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{'i'}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var users []string
+	for ok := it.First(); ok && len(users) < sweepPage; ok = it.Next() {
+		users = append(users, string(it.Key()[1:]))
+	}
+	return users, it.Error()
+}
+
+// sweep deletes user's timeline if its marker expired, else its entries past their TTL.
+func (s *Store) sweep(user string) error {
+	defer s.locks.Lock(user)()
+	v, err := s.marker(user)
+	if err != nil || v == nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if !s.live(v) {
+		_ = b.Delete(markerKey(user), nil)
+		err = s.each(user, func(k, _ []byte) { deleteEntry(b, user, k) })
+	} else {
+		err = s.expired(user, func(k []byte) { deleteEntry(b, user, k) })
+	}
+	if err != nil || b.Empty() {
+		return err
+	}
+	return b.Commit(cpebble.NoSync)
+}
+
+// expired calls do with (a copy of) the key of each of user's entries past its TTL.
+func (s *Store) expired(user string, do func(k []byte)) error {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: entryKey(user, ms(s.cutoff()), "")})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		do(bytes.Clone(it.Key()))
+	}
+	return it.Error()
+}

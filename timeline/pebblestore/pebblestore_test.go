@@ -1,0 +1,170 @@
+package pebblestore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/pebblestore"
+	"github.com/rookery/rookery/timeline/timelinetest"
+)
+
+var ctx = context.Background()
+
+// openStore opens a table store in memory, as rookery serve does on disk: the timelines live in
+// its engine.
+func openStore(t testing.TB, clock rookery.Clock) *pebble.DB {
+	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func open(t testing.TB, db *pebble.DB, o pebblestore.Options) *pebblestore.Store {
+	s := pebblestore.New(db.Engine(), o)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+		return open(t, openStore(t, rookery.SystemClock), pebblestore.Options{Limits: cfg})
+	})
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// keys counts the engine's keys that start with each of the timeline spaces' bytes.
+func keys(t *testing.T, db *cpebble.DB) map[byte]int {
+	t.Helper()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := map[byte]int{}
+	for ok := it.First(); ok; ok = it.Next() {
+		n[it.Key()[0]]++
+	}
+	return n
+}
+
+// TestSweep: the sweeper deletes what a timeline that stopped existing held (marker, entries and
+// their post-index keys) and the entries past their TTL of the others, and leaves the table
+// store's keys alone.
+func TestSweep(t *testing.T) {
+	c := &clock{now: time.Now()}
+	db := openStore(t, c)
+	if err := db.Put(ctx, table.Item{table.PK: "USER#x", table.SK: "META"}); err != nil {
+		t.Fatal(err)
+	}
+	before := keys(t, db.Engine())
+	s := open(t, db, pebblestore.Options{Limits: timeline.Limits{Cap: 10, TTL: 20 * time.Hour, InactiveAfter: 24 * time.Hour}, Clock: c, SweepEvery: -1})
+	entry := func(n int, age time.Duration) timeline.Entry {
+		return timeline.Entry{PostID: fmt.Sprintf("P%d", n), AuthorID: "a", At: c.Now().Add(-age)}
+	}
+	if err := s.Create(ctx, "idle", []timeline.Entry{entry(1, time.Hour), entry(2, time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	c.add(12 * time.Hour)
+	if err := s.Create(ctx, "reader", []timeline.Entry{entry(3, 11*time.Hour), entry(4, time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c.add(13 * time.Hour) // idle's marker has expired; reader's has not
+	if err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := keys(t, db.Engine())
+	// reader keeps its marker and P4 ('f' and 'g'); P3 went past its TTL; idle is gone.
+	want := map[byte]int{'h': 1, 'f': 1, 'g': 1}
+	for b, n := range before {
+		want[b] = n
+	}
+	for b := range 256 {
+		if after[byte(b)] != want[byte(b)] {
+			t.Errorf("%d keys in space %q after the sweep; want %d", after[byte(b)], byte(b), want[byte(b)])
+		}
+	}
+	if ok, _ := s.Exists(ctx, "idle"); ok {
+		t.Error("the idle timeline exists after the sweep")
+	}
+	p, err := s.Page(ctx, "reader", timeline.Entry{}, 10)
+	if err != nil || len(p.Entries) != 1 || p.Entries[0].PostID != "P4" {
+		t.Fatalf("reader's page after the sweep = %+v, %v", p, err)
+	}
+	if _, err := db.Get(ctx, table.Key{PK: "USER#x", SK: "META"}); err != nil {
+		t.Fatalf("the store's item after the sweep: %v", err)
+	}
+}
+
+// TestReopen: what a push wrote is there after the engine is closed and opened again, and
+// RemovePost then finds every copy through the post index.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	o := pebble.Options{Dir: dir, Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")}
+	db, err := pebble.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pebblestore.New(db.Engine(), pebblestore.Options{SweepEvery: -1})
+	var users []string
+	for i := range 300 {
+		users = append(users, fmt.Sprintf("u%d", i))
+		if err := s.Create(ctx, users[i], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := timeline.Entry{PostID: "P1", AuthorID: "a", At: time.Now().Truncate(time.Millisecond).UTC()}
+	if err := s.Push(ctx, users, e); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db.Close()
+	if db, err = pebble.Open(o); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s = pebblestore.New(db.Engine(), pebblestore.Options{SweepEvery: -1})
+	defer s.Close()
+	for _, u := range users {
+		p, err := s.Page(ctx, u, timeline.Entry{}, 10)
+		if err != nil || len(p.Entries) != 1 || p.Entries[0] != e {
+			t.Fatalf("%s's timeline after reopening = %+v, %v; want %+v", u, p, err, e)
+		}
+	}
+	if err := s.RemovePost(ctx, "P1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if p, _ := s.Page(ctx, u, timeline.Entry{}, 10); len(p.Entries) != 0 {
+			t.Fatalf("%s's timeline after RemovePost = %+v", u, p)
+		}
+	}
+}
