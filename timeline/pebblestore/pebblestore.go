@@ -219,6 +219,9 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	if err != nil {
 		return internal(op, err)
 	}
+	if b.Empty() {
+		return nil // none of the timelines exists
+	}
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return internal(op, err)
 	}
