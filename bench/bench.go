@@ -78,7 +78,7 @@ type Config struct {
 	Prefix   string        // the imported users' prefix (UserID)
 	Seed     uint64
 	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
-	// read every 5 ms until the post is there (at most 10 s).
+	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms.
 	LagSample float64
 	Progress  io.Writer // a line a second; nil for none
 }

@@ -24,7 +24,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		target, pgURL, baseRedis, baseName string
 		symmetric, load, sweep             bool
 		rate, lagSample                    float64
-		duration, bound, warmup            time.Duration
+		duration, bound, warmup, drainFor  time.Duration
 		steps, conns, feedLimit            int
 		seed                               uint64
 	)
@@ -60,6 +60,11 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				}
 				if load {
 					if err := importGraph(cmd.Context(), c, g, prefix, 32, stderr); err != nil {
+						return err
+					}
+					// The import leaves the consumers a backlog (a follow is several events'
+					// work); measured on top of it, the mix would measure the backlog.
+					if err := c.waitDrained(cmd.Context(), drainFor, stderr); err != nil {
 						return err
 					}
 				}
@@ -132,7 +137,8 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.String("graph", "", "the follow graph (SNAP edge list or DeathStarBench .edges)")
 	f.BoolVar(&symmetric, "symmetric", false, "the graph's edges go both ways (DeathStarBench)")
-	f.BoolVar(&load, "import", false, "import the graph first (as `rookery import graph` does)")
+	f.BoolVar(&load, "import", false, "import the graph first (as `rookery import graph` does), then wait for the server's consumers to catch up")
+	f.DurationVar(&drainFor, "drain-timeout", 15*time.Minute, "with --import, the longest wait for the consumers to catch up")
 	f.StringVar(&target, "target", "rookery", "what to load: rookery (the server at --server), or a baseline: postgres (fan-out on read) or redis-list (seed 002's naive lists)")
 	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
 	f.StringVar(&pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test", "the PostgreSQL of --target postgres")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,3 +71,37 @@ type statusError struct {
 }
 
 func (e *statusError) Error() string { return e.msg }
+
+// waitDrained waits until the server's consumers have caught up with the event log (the sum of
+// rookery_consumer_lag_events on /metrics is 0), printing how far behind they are every second;
+// an error after timeout. A server that runs no consumers (--role api) reports no lag: no wait.
+func (c *apiClient) waitDrained(ctx context.Context, timeout time.Duration, out io.Writer) error {
+	start := time.Now()
+	for {
+		body, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+		if err != nil {
+			return err
+		}
+		behind := 0.0
+		for line := range strings.Lines(string(body)) {
+			if rest, ok := strings.CutPrefix(line, "rookery_consumer_lag_events{"); ok {
+				_, v, _ := strings.Cut(rest, "} ")
+				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				behind += n
+			}
+		}
+		if behind == 0 {
+			fmt.Fprintf(out, "\nconsumers caught up in %s\n", time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > timeout {
+			return fmt.Errorf("the server's consumers are still %.0f events behind after %s", behind, timeout)
+		}
+		fmt.Fprintf(out, "\rconsumers %.0f events behind (%s)", behind, time.Since(start).Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
