@@ -28,8 +28,9 @@ import (
 
 // config is every setting of every subcommand; each subcommand registers the flags it reads.
 type config struct {
-	dataDir string
-	store   string
+	dataDir    string
+	store      string
+	blockCache int // MiB
 
 	dynamoEndpoint, dynamoTable, dynamoRegion string
 	awsAccessKeyID, awsSecretAccessKey        string
@@ -45,6 +46,7 @@ const minSecret = 32
 func (c *config) addStoreFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded store and generated secrets")
 	f.StringVar(&c.store, "store", "pebble", "durable store: pebble (embedded) or dynamo")
+	f.IntVar(&c.blockCache, "block-cache-mib", 128, "the embedded store's block cache in MiB (its event log and timelines share it): more keeps more of a large store's blocks decoded in memory")
 	c.addDynamoFlags(f)
 }
 
@@ -153,8 +155,12 @@ func (c *config) openStore(ctx context.Context, clock rookery.Clock, cursorKey [
 	var embedded *pebble.DB
 	switch c.store {
 	case "pebble":
+		if c.blockCache < 8 {
+			return nil, nil, fmt.Errorf("--block-cache-mib must be at least 8, not %d", c.blockCache)
+		}
 		db, err := pebble.Open(pebble.Options{
 			Dir: filepath.Join(c.dataDir, "store"), Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log,
+			CacheBytes: int64(c.blockCache) << 20,
 		})
 		if err != nil {
 			return nil, nil, err
