@@ -242,6 +242,13 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 // (zero: from the newest), as entries; floor is the highest last entry of an author that may have
 // more (zero if none may): the merged entries are complete down to it.
 func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int, page authorPager) (all []timeline.Entry, floor timeline.Entry, err error) {
+	if len(authors) == 1 { // the reader alone, as most readers follow no celebrity: no goroutine
+		es, complete, err := page(ctx, authors[0], before, n)
+		if err != nil || complete || len(es) == 0 {
+			return es, floor, err
+		}
+		return es, es[len(es)-1], nil
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, pullParallelism)

@@ -282,7 +282,9 @@ func postFromItem(it table.Item, author rookery.Author) rookery.Post {
 		Visibility: it.String("visibility"), CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()},
 		LikeCount: it.Int("like_count"), CommentCount: it.Int("comment_count"),
 	}
-	json.Unmarshal(it.Bytes("media"), &p.Media)
+	if m := it.Bytes("media"); len(m) > 0 && string(m) != "[]" { // most posts have none: skip the decoder
+		json.Unmarshal(m, &p.Media)
+	}
 	if p.Media == nil {
 		p.Media = []rookery.Media{}
 	}
