@@ -561,6 +561,7 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	defer it.Close()
 	b := s.db.NewBatch()
 	defer func() { b.Close() }()
+	flushed := false // a batch was committed unsynced
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return rookery.E(op, rookery.Unavailable, err)
@@ -576,6 +577,7 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 			if err := b.Commit(cpebble.NoSync); err != nil {
 				return internal(op, err)
 			}
+			flushed = true
 			b.Close()
 			b = s.db.NewBatch()
 		}
@@ -583,7 +585,13 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	if err := it.Error(); err != nil {
 		return internal(op, err)
 	}
-	return internal(op, b.Commit(cpebble.Sync))
+	switch {
+	case !b.Empty():
+		return internal(op, b.Commit(cpebble.Sync)) // and every batch before it
+	case flushed:
+		return internal(op, s.db.LogData(nil, cpebble.Sync))
+	}
+	return nil // no timeline held the post
 }
 
 const removeBatch = 1000
