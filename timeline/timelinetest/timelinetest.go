@@ -49,6 +49,7 @@ func Run(t *testing.T, open Factory) {
 		{"add merges into an existing timeline and trims it to exactly the cap", testAdd},
 		{"drop older cuts a timeline below an entry, ties included", testDropOlder},
 		{"merge adds only above the oldest entry, so the timeline stays complete above it", testMerge},
+		{"merges racing pushes lose no push and leave no hole above the oldest entry", testMergeRacingPushes},
 		{"bad users and limits are invalid", testInvalid},
 	}
 	for _, tc := range tests {
@@ -500,5 +501,62 @@ func testLatePushBelowCap(t *testing.T, s timeline.Store) {
 	got := all(t, s, "u", 100)
 	if len(got) < capacity || !slices.Equal(got, pushed[:len(got)]) {
 		t.Fatalf("timeline shows %v; want the newest part of %v", got, pushed)
+	}
+}
+
+// testMergeRacingPushes: one writer pushes newer and newer entries while two others merge batches
+// of other authors' entries among them (a follow's merge, which trims to exactly the cap). Whatever
+// the interleaving, every pushed entry newer than the timeline's oldest entry must be there: a
+// store that lost a push to a concurrent merge (a read-modify-write of the whole timeline, say) or
+// left a merged entry under pushes a trim took (a hole) fails. An exact trim after each merge
+// takes such entries away again, as the lowest, so the merge's own atomicity is tested by
+// testMerge, not here.
+func testMergeRacingPushes(t *testing.T, s timeline.Store) {
+	create(t, s, "u")
+	const pushes = 150
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for n := range pushes {
+			if err := s.Push(ctx, []string{"u"}, entry(10_000+2*n)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	// Two mergers, so that one's trim races the other's read of the oldest entry.
+	for _, author := range []string{"m", "n"} {
+		go func() {
+			defer wg.Done()
+			for m := range pushes / 3 {
+				// Entries between pushed ones, from up to 21 pushes back: some above the oldest
+				// entry, some below it, as a follow's merge brings.
+				var es []timeline.Entry
+				for k := range 8 {
+					n := 10_000 + 2*max(0, 3*m-3*k) + 1
+					es = append(es, timeline.Entry{PostID: fmt.Sprintf("P%04d%s", n, author), AuthorID: author, At: t0.Add(time.Duration(n) * time.Second)})
+				}
+				if err := s.Merge(ctx, "u", es); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := all(t, s, "u", 100)
+	if len(got) == 0 {
+		t.Fatal("the timeline is empty")
+	}
+	held := map[string]bool{}
+	for _, id := range got {
+		held[id] = true
+	}
+	oldest := got[len(got)-1]
+	for n := range pushes {
+		if id := entry(10_000 + 2*n).PostID; id > oldest && !held[id] {
+			t.Fatalf("pushed %s is newer than the oldest entry %s but missing: a hole (timeline %v)", id, oldest, got)
+		}
 	}
 }
