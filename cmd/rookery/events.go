@@ -26,6 +26,7 @@ type eventsConfig struct {
 	natsURL    string
 	natsPrefix string
 	partitions int
+	retain     time.Duration
 }
 
 func (e *eventsConfig) addFlags(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
 	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
+	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
 }
 
 // open opens the configured event log. The embedded log lives in the engine of the embedded store,
@@ -43,7 +45,7 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 func (e *eventsConfig) open(ctx context.Context, dataDir string, store *pebble.DB, log *slog.Logger) (events.Log, error) {
 	switch e.backend {
 	case "embedded":
-		opts := embedded.Options{Dir: filepath.Join(dataDir, "events"), Partitions: e.partitions, Logger: log}
+		opts := embedded.Options{Dir: filepath.Join(dataDir, "events"), Partitions: e.partitions, Logger: log, Retain: e.retain}
 		if store != nil {
 			if _, err := os.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) {
 				opts.Engine = store.Engine()

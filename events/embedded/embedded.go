@@ -25,9 +25,10 @@
 // committed without a sync: after a machine crash a group may be handed events it had acked again,
 // which at-least-once allows.
 //
-// Invariant (under Log.mu): for every partition p, offsets 0..next[p]-1 are stored (committed,
-// perhaps not yet synced), and every group's committed[p] <= next[p]; a partition has at most one
-// delivery in flight per group.
+// Invariant (under Log.mu): for every partition p, offsets first[p]..next[p]-1 are stored
+// (committed, perhaps not yet synced; those below first[p] were trimmed, see trim.go), and every
+// group's committed[p] is within first[p]..next[p]; a partition has at most one delivery in flight
+// per group.
 package embedded
 
 import (
@@ -61,6 +62,13 @@ type Options struct {
 	Partitions int
 	Clock      rookery.Clock // nil means the system clock
 	Logger     *slog.Logger
+	// Retain is how long an event stays after it was appended; after that it is deleted once every
+	// group has acked it (trim.go says which groups count). 0 means 24 hours; negative keeps every
+	// event.
+	Retain time.Duration
+	// TrimEvery is how often events past Retain are deleted; 0 means a minute, negative never
+	// (call Trim).
+	TrimEvery time.Duration
 }
 
 // Log is the embedded event log.
@@ -70,7 +78,10 @@ type Log struct {
 	parts  int
 	clock  rookery.Clock
 
-	stop, stopped chan struct{} // the offset flusher's
+	stop   chan struct{}  // closed by Close: the offset flusher and the trimmer end
+	loops  sync.WaitGroup // the offset flusher and the trimmer
+	retain time.Duration  // negative: keep every event
+	trimMu sync.Mutex     // one Trim at a time
 
 	// appendMu orders appends: offsets are reserved under it (reserved >= next), and ids being
 	// appended are in inflight. lastPublished is closed when the latest append has published.
@@ -83,7 +94,8 @@ type Log struct {
 	mu      sync.Mutex
 	closed  bool
 	next    []uint64
-	tails   []tail // per partition: the latest events, so that groups keeping up read no engine
+	first   []uint64 // per partition: the oldest offset not trimmed (a new group starts there)
+	tails   []tail   // per partition: the latest events, so that groups keeping up read no engine
 	groups  map[string]*group
 	changed chan struct{} // closed and replaced whenever something a waiting Next may want changes
 }
@@ -175,15 +187,26 @@ func Open(opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, groups: map[string]*group{}, changed: make(chan struct{})}
+	if opts.Retain == 0 {
+		opts.Retain = 24 * time.Hour
+	}
+	if opts.TrimEvery == 0 {
+		opts.TrimEvery = time.Minute
+	}
+	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, changed: make(chan struct{})}
 	if err := l.load(opts.Partitions); err != nil {
 		if !l.shared {
 			db.Close()
 		}
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
-	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
+	l.stop = make(chan struct{})
+	l.loops.Add(1)
 	go l.flushLoop(opts.Logger)
+	if opts.TrimEvery > 0 && l.retain >= 0 {
+		l.loops.Add(1)
+		go l.trimLoop(opts.TrimEvery, opts.Logger)
+	}
 	return l, nil
 }
 
@@ -191,7 +214,7 @@ func Open(opts Options) (*Log, error) {
 const offsetFlushInterval = 50 * time.Millisecond
 
 func (l *Log) flushLoop(log *slog.Logger) {
-	defer close(l.stopped)
+	defer l.loops.Done()
 	t := time.NewTicker(offsetFlushInterval)
 	defer t.Stop()
 	for {
@@ -267,13 +290,17 @@ func (l *Log) load(parts int) error {
 		l.lastPublished = make(chan struct{})
 		close(l.lastPublished)
 	}()
+	l.first = make([]uint64, parts)
 	for p := range parts {
 		iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, 0), UpperBound: eventKey(p+1, 0)})
 		if err != nil {
 			return err
 		}
-		if iter.Last() {
+		if iter.Last() { // trims keep a partition's last event, so its next offset is known
 			l.next[p] = binary.BigEndian.Uint64(iter.Key()[3:]) + 1
+		}
+		if iter.First() {
+			l.first[p] = binary.BigEndian.Uint64(iter.Key()[3:])
 		}
 		if err := iter.Close(); err != nil {
 			return err
@@ -477,6 +504,11 @@ func (l *Log) groupLocked(name string) (*group, error) {
 		}
 		g.committed[p] = binary.BigEndian.Uint64(v)
 		closer.Close()
+	}
+	for p := range l.parts {
+		// A new group starts at the oldest event kept; so does one whose acked events a trim took
+		// after a crash lost its latest offsets (it had acked them).
+		g.committed[p] = max(g.committed[p], l.first[p])
 	}
 	l.groups[name] = g
 	return g, nil
@@ -912,7 +944,7 @@ func (l *Log) Close() error {
 	}
 	close(l.stop)
 	l.mu.Unlock()
-	<-l.stopped
+	l.loops.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ferr := l.flushOffsetsLocked()
