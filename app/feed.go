@@ -226,15 +226,7 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 	if floor.PostID != "" {
 		es = slices.DeleteFunc(es, func(e timeline.Entry) bool { return e.Older(floor) })
 	}
-	slices.SortFunc(es, func(x, y timeline.Entry) int {
-		switch {
-		case y.Older(x):
-			return -1
-		case x.Older(y):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(es, timeline.NewestFirst)
 	return slices.CompactFunc(es, func(x, y timeline.Entry) bool { return x.PostID == y.PostID })
 }
 
@@ -242,14 +234,26 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 // (zero: from the newest), as entries; floor is the highest last entry of an author that may have
 // more (zero if none may): the merged entries are complete down to it.
 func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int, page authorPager) (all []timeline.Entry, floor timeline.Entry, err error) {
-	if len(authors) == 1 { // the reader alone, as most readers follow no celebrity: no goroutine
-		es, complete, err := page(ctx, authors[0], before, n)
-		if err != nil || complete || len(es) == 0 {
-			return es, floor, err
-		}
-		return es, es[len(es)-1], nil
-	}
 	var mu sync.Mutex
+	read := func(author string) {
+		es, complete, perr := page(ctx, author, before, n)
+		mu.Lock()
+		defer mu.Unlock()
+		if perr != nil {
+			err = perr
+			return
+		}
+		all = append(all, es...)
+		if !complete && len(es) > 0 {
+			if last := es[len(es)-1]; floor.PostID == "" || floor.Older(last) {
+				floor = last
+			}
+		}
+	}
+	if len(authors) == 1 { // the reader alone, as most readers follow no celebrity: no goroutine
+		read(authors[0])
+		return all, floor, err
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, pullParallelism)
 	for _, author := range authors {
@@ -257,19 +261,7 @@ func (a *App) authorPosts(ctx context.Context, authors []string, before timeline
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			es, complete, perr := page(ctx, author, before, n)
-			mu.Lock()
-			defer mu.Unlock()
-			if perr != nil {
-				err = perr
-				return
-			}
-			all = append(all, es...)
-			if !complete && len(es) > 0 {
-				if last := es[len(es)-1]; floor.PostID == "" || floor.Older(last) {
-					floor = last
-				}
-			}
+			read(author)
 		}()
 	}
 	wg.Wait()

@@ -109,19 +109,22 @@ type Store interface {
 	RemovePost(ctx context.Context, postID string) error
 }
 
+// NewestFirst orders entries as a timeline shows them (a comparison for slices.SortFunc).
+func NewestFirst(a, b Entry) int {
+	switch {
+	case b.Older(a):
+		return -1
+	case a.Older(b):
+		return 1
+	}
+	return 0
+}
+
 // Newest returns the newest n of entries, newest first, each post once (for a backend's Create,
 // Add and Merge).
 func Newest(entries []Entry, n int) []Entry {
 	es := slices.Clone(entries)
-	slices.SortFunc(es, func(a, b Entry) int {
-		switch {
-		case b.Older(a):
-			return -1
-		case a.Older(b):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(es, NewestFirst)
 	es = slices.CompactFunc(es, func(a, b Entry) bool { return a.PostID == b.PostID })
 	return es[:min(len(es), n)]
 }

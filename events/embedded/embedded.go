@@ -214,20 +214,27 @@ func Open(opts Options) (*Log, error) {
 const offsetFlushInterval = 50 * time.Millisecond
 
 func (l *Log) flushLoop(log *slog.Logger) {
+	l.every(offsetFlushInterval, func() {
+		l.mu.Lock()
+		err := l.flushOffsetsLocked()
+		l.mu.Unlock()
+		if err != nil {
+			log.Error("event log: writing group offsets failed", "err", err)
+		}
+	})
+}
+
+// every runs do every interval until Close; it is one of l.loops.
+func (l *Log) every(interval time.Duration, do func()) {
 	defer l.loops.Done()
-	t := time.NewTicker(offsetFlushInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-t.C:
-			l.mu.Lock()
-			err := l.flushOffsetsLocked()
-			l.mu.Unlock()
-			if err != nil {
-				log.Error("event log: writing group offsets failed", "err", err)
-			}
+			do()
 		}
 	}
 }

@@ -25,19 +25,11 @@ import (
 // long before, is appended anew: delivered again, which at-least-once allows).
 
 func (l *Log) trimLoop(every time.Duration, log *slog.Logger) {
-	defer l.loops.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			if _, err := l.Trim(context.Background()); err != nil {
-				log.Error("event log: deleting events past their retention failed", "err", err)
-			}
+	l.every(every, func() {
+		if _, err := l.Trim(context.Background()); err != nil {
+			log.Error("event log: deleting events past their retention failed", "err", err)
 		}
-	}
+	})
 }
 
 // trimScan is how many events of a partition one round of Trim looks at.
@@ -109,7 +101,10 @@ func (l *Log) trimRound() (int, error) {
 	}
 	cut := make([]uint64, l.parts)
 	for p := range l.parts {
-		cut[p] = min(upTo[p], l.next[p]-min(l.next[p], 1)) // keep the last event
+		cut[p] = upTo[p]
+		if l.next[p] > 0 {
+			cut[p] = min(cut[p], l.next[p]-1) // keep the partition's last event
+		}
 		// A group subscribed in this process counts with its offsets in memory (ahead of what
 		// it has written), any other with what it wrote.
 		for _, g := range l.groups {

@@ -12,6 +12,7 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/table/tabletest"
 )
 
 var ctx = context.Background()
@@ -106,30 +107,13 @@ func TestTrimKeepsWhatGroupsNeed(t *testing.T) {
 	}
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestTrimRetention: events stay for the retention period and until the groups have acked them;
 // a partition keeps its last event, so a reopened log goes on from the offsets it had; a group
 // that subscribes later starts at the oldest event kept; an id trimmed away can be appended
 // again, one kept cannot.
 func TestTrimRetention(t *testing.T) {
 	dir := t.TempDir()
-	c := &clock{now: time.Now()}
+	c := tabletest.NewClock(time.Now())
 	open := func() *embedded.Log {
 		l, err := embedded.Open(embedded.Options{Dir: dir, Partitions: 2, Clock: c, Retain: time.Hour, TrimEvery: -1})
 		if err != nil {
@@ -185,7 +169,7 @@ func TestTrimRetention(t *testing.T) {
 		}
 	}
 	trim(0) // within the retention period
-	c.add(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	// "slow" acks nothing yet: it holds every event while it is subscribed.
 	slow, err := l.Subscribe(ctx, "slow", events.SubscribeOptions{})
 	if err != nil {

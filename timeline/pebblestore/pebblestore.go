@@ -129,10 +129,6 @@ func checkUser(op rookery.Op, user string) error {
 	return nil
 }
 
-func checkEntry(op rookery.Op, e timeline.Entry) error {
-	return checkPost(op, e.PostID)
-}
-
 func checkPost(op rookery.Op, post string) error {
 	if post == "" || len(post) > 1024 || strings.IndexByte(post, 0) >= 0 {
 		return rookery.E(op, rookery.Invalid, "not a post id")
@@ -151,8 +147,11 @@ func internal(op rookery.Op, err error) error {
 func (s *Store) cutoff() time.Time { return s.clock.Now().Add(-s.ttl) }
 
 // live reports whether a marker's value says the timeline exists now.
-func (s *Store) live(v []byte) bool {
-	return len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > s.clock.Now().UnixMilli()
+func (s *Store) live(v []byte) bool { return liveAt(v, s.clock.Now().UnixMilli()) }
+
+// liveAt reports whether a marker's value says the timeline exists at now (Unix ms).
+func liveAt(v []byte, now int64) bool {
+	return len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now
 }
 
 // marker returns user's marker value, or nil if there is none.
@@ -193,7 +192,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 			return err
 		}
 	}
-	if err := checkEntry(op, e); err != nil {
+	if err := checkPost(op, e.PostID); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -237,6 +236,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 // eachMarker calls do for the user of each marker key in keys (ascending) whose timeline exists,
 // reading them with one iterator.
 func (s *Store) eachMarker(keys [][]byte, do func(user string)) error {
+	now := s.clock.Now().UnixMilli() // once for the whole push
 	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: []byte{'h'}, UpperBound: []byte{'i'}})
 	if err != nil {
 		return err
@@ -256,7 +256,7 @@ func (s *Store) eachMarker(keys [][]byte, do func(user string)) error {
 		if err != nil {
 			return err
 		}
-		if s.live(v) {
+		if liveAt(v, now) {
 			do(string(k[1:]))
 		}
 	}
@@ -304,7 +304,7 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
 	}
 	if before.PostID != "" {
-		if err := checkEntry(op, before); err != nil {
+		if err := checkPost(op, before.PostID); err != nil {
 			return timeline.Page{}, err
 		}
 	}
@@ -394,7 +394,7 @@ func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) erro
 		return err
 	}
 	for _, e := range entries {
-		if err := checkEntry(op, e); err != nil {
+		if err := checkPost(op, e.PostID); err != nil {
 			return err
 		}
 	}

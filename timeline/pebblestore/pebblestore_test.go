@@ -3,7 +3,6 @@ package pebblestore_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/table/tabletest"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/pebblestore"
 	"github.com/rookery/rookery/timeline/timelinetest"
@@ -43,24 +43,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // keys counts the engine's keys that start with each of the timeline spaces' bytes.
 func keys(t *testing.T, db *cpebble.DB) map[byte]int {
 	t.Helper()
@@ -80,7 +62,7 @@ func keys(t *testing.T, db *cpebble.DB) map[byte]int {
 // their post-index keys) and the entries past their TTL of the others, and leaves the table
 // store's keys alone.
 func TestSweep(t *testing.T) {
-	c := &clock{now: time.Now()}
+	c := tabletest.NewClock(time.Now())
 	db := openStore(t, c)
 	if err := db.Put(ctx, table.Item{table.PK: "USER#x", table.SK: "META"}); err != nil {
 		t.Fatal(err)
@@ -93,11 +75,11 @@ func TestSweep(t *testing.T) {
 	if err := s.Create(ctx, "idle", []timeline.Entry{entry(1, time.Hour), entry(2, time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(12 * time.Hour)
+	c.Advance(12 * time.Hour)
 	if err := s.Create(ctx, "reader", []timeline.Entry{entry(3, 11*time.Hour), entry(4, time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(13 * time.Hour) // idle's marker has expired; reader's has not
+	c.Advance(13 * time.Hour) // idle's marker has expired; reader's has not
 	if err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
