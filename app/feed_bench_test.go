@@ -50,9 +50,14 @@ func newBenchWorld(b *testing.B, timelines string, threshold int) *benchWorld {
 func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold int) *benchWorld {
 	var err error
 	w := &benchWorld{tab: db}
+	logOpts := embedded.Options{InMemory: true, Partitions: 4}
 	switch timelines {
-	case "store": // as rookery serve keeps them: in the Pebble store's engine, in their own layout
-		s := pebblestore.New(db.(*pebble.DB).Engine(), pebblestore.Options{SweepEvery: -1})
+	case "store":
+		// As rookery serve keeps them: in the Pebble store's engine, in their own layout, written
+		// unsynced since the event log and its consumer offsets are in the same engine.
+		engine := db.(*pebble.DB).Engine()
+		logOpts.Engine = engine
+		s := pebblestore.New(engine, pebblestore.Options{SweepEvery: -1, Unsynced: true})
 		b.Cleanup(func() { s.Close() })
 		w.tl = s
 	case "table":
@@ -64,7 +69,7 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 		b.Cleanup(func() { s.Drop(context.Background()); client.Close() })
 		w.tl = s
 	}
-	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 4})
+	raw, err := embedded.Open(logOpts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
@@ -41,13 +43,17 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 }
 
 // open returns the configured timeline store, a readiness check for Redis (timelines in the store
-// are covered by the store's check), and what closes it (before the store).
-func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
+// are covered by the store's check), and what closes it (before the store). Timelines in the
+// Pebble engine are written unsynced when the event log whose consumers write them keeps its
+// offsets in that engine too (pebblestore.Options.Unsynced).
+func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog events.Log, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
 	nothing := func() error { return nil }
 	switch c.backend {
 	case "store":
 		if engine != nil {
-			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log})
+			embeddedLog, ok := evlog.(*embedded.Log)
+			unsynced := ok && embeddedLog.SharesEngine(engine.Engine())
+			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced})
 			return s, nil, s.Close, nil
 		}
 		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil

@@ -942,6 +942,10 @@ func (l *Log) Ping(ctx context.Context) error {
 	return nil
 }
 
+// SharesEngine reports whether the log lives in db (Options.Engine): then its consumer offsets are
+// written to db's write-ahead log after everything their handlers wrote to db before acking.
+func (l *Log) SharesEngine(db *cpebble.DB) bool { return l.shared && l.db == db }
+
 // Close implements events.Log.
 func (l *Log) Close() error {
 	l.mu.Lock()

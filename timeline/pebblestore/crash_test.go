@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	cpebble "github.com/cockroachdb/pebble/v2"
+
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/internal/crashtest"
@@ -21,21 +23,36 @@ import (
 // binary) pushes posts to 20 timelines from 4 goroutines and prints "ack N" after each Push
 // returns; it is killed with SIGKILL at a random moment; after reopening, every acknowledged post
 // is in every timeline.
+//
+// TestCrashUnsyncedPush does the same with Options.Unsynced, where nothing is synced and what
+// stands for a push is a later write to the same engine (the event log's consumer offset): each
+// child goroutine writes its last pushed post to a key of its own, unsynced, after each Push. After
+// reopening, every post up to the one a surviving key names is in every timeline.
 
-const crashDirEnv = "ROOKERY_TIMELINE_CRASH_DIR"
+const (
+	crashDirEnv   = "ROOKERY_TIMELINE_CRASH_DIR"
+	crashRoundEnv = "ROOKERY_TIMELINE_CRASH_ROUND" // set for the unsynced child: its round
+)
 
 const crashUsers = 20
 
 var crashT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func crashStore(t testing.TB, dir string) (*pebble.DB, *pebblestore.Store) {
+func crashStore(t testing.TB, dir string, unsynced bool) (*pebble.DB, *pebblestore.Store) {
 	db, err := pebble.Open(pebble.Options{Dir: dir, Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k"), SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A cap no test reaches and a TTL no entry passes: every push stays.
-	return db, pebblestore.New(db.Engine(), pebblestore.Options{Limits: timeline.Limits{Cap: 1 << 20, TTL: 100 * 365 * 24 * time.Hour}, SweepEvery: -1})
+	return db, pebblestore.New(db.Engine(), pebblestore.Options{Limits: timeline.Limits{Cap: 1 << 20, TTL: 100 * 365 * 24 * time.Hour}, SweepEvery: -1, Unsynced: unsynced})
 }
+
+// offsetKey is the key where the unsynced child's goroutine w of round r writes its last post, as
+// a consumer group writes its offset (in a key space neither the store nor the timelines use).
+func offsetKey(r, w int) []byte { return fmt.Appendf(nil, "zoffset-%d-%d", r, w) }
+
+// crashPost is the n-th post of goroutine w in round r of the unsynced test.
+func crashPost(r, w, n int) int { return r<<24 + n*4 + w }
 
 func crashEntry(n int) timeline.Entry {
 	return timeline.Entry{PostID: fmt.Sprintf("P%09d", n), AuthorID: "a", At: crashT0.Add(time.Duration(n) * time.Millisecond)}
@@ -47,7 +64,9 @@ func TestCrashPusher(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	_, s := crashStore(t, dir)
+	round, unsynced := os.LookupEnv(crashRoundEnv)
+	r, _ := strconv.Atoi(round)
+	db, s := crashStore(t, dir, unsynced)
 	var users []string
 	for u := range crashUsers {
 		users = append(users, fmt.Sprintf("u%d", u))
@@ -62,16 +81,88 @@ func TestCrashPusher(t *testing.T) {
 	out := make(chan string, 1024)
 	for w := range 4 {
 		go func() {
-			for n := start + w; ; n += 4 {
+			for i := 0; ; i++ {
+				n := start + w + 4*i
+				if unsynced {
+					n = crashPost(r, w, i)
+				}
 				if err := s.Push(ctx, users, crashEntry(n)); err != nil {
 					fmt.Println("error", err)
 					os.Exit(2)
+				}
+				if unsynced {
+					if err := db.Engine().Set(offsetKey(r, w), []byte(strconv.Itoa(i)), cpebble.NoSync); err != nil {
+						fmt.Println("error", err)
+						os.Exit(2)
+					}
 				}
 				out <- strconv.Itoa(n)
 			}
 		}()
 	}
 	crashtest.Acks(out)
+}
+
+// held returns the posts in user's timeline.
+func held(t *testing.T, s *pebblestore.Store, user string) map[string]bool {
+	out := map[string]bool{}
+	var before timeline.Entry
+	for {
+		p, err := s.Page(ctx, user, before, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Entries {
+			out[e.PostID] = true
+		}
+		if len(p.Entries) < 100 {
+			return out
+		}
+		before = p.Entries[len(p.Entries)-1]
+	}
+}
+
+func TestCrashUnsyncedPush(t *testing.T) {
+	dir := t.TempDir()
+	for r := range 4 {
+		acked := 0
+		last, killed := crashtest.Run(t, "TestCrashPusher", []string{crashDirEnv + "=" + dir, crashRoundEnv + "=" + strconv.Itoa(r)},
+			time.Duration(100+rand.IntN(300))*time.Millisecond, func(string) { acked++ })
+		if last != "" {
+			t.Fatalf("pusher: %s", last)
+		}
+		if !killed {
+			t.Fatal("pusher ended without being killed")
+		}
+		db, s := crashStore(t, dir, true)
+		want := 0
+		var posts []int
+		for w := range 4 {
+			v, closer, err := db.Engine().Get(offsetKey(r, w))
+			if err == cpebble.ErrNotFound {
+				continue
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			upTo, _ := strconv.Atoi(string(v))
+			closer.Close()
+			for i := 0; i <= upTo; i++ {
+				posts = append(posts, crashPost(r, w, i))
+			}
+		}
+		want = len(posts)
+		for u := range crashUsers {
+			got := held(t, s, fmt.Sprintf("u%d", u))
+			for _, n := range posts {
+				if !got[crashEntry(n).PostID] {
+					t.Fatalf("round %d: u%d's timeline lacks post %d, which a surviving offset covers", r, u, n)
+				}
+			}
+		}
+		s.Close()
+		db.Close()
+		t.Logf("round %d: %d pushes made, %d covered by surviving offsets, each in all %d timelines", r, acked, want, crashUsers)
+	}
 }
 
 func TestCrashPush(t *testing.T) {
@@ -89,26 +180,12 @@ func TestCrashPush(t *testing.T) {
 		if !killed {
 			t.Fatal("pusher ended without being killed")
 		}
-		db, s := crashStore(t, dir)
+		db, s := crashStore(t, dir, false)
 		for u := range crashUsers {
-			held := map[string]bool{}
-			var before timeline.Entry
-			for {
-				p, err := s.Page(ctx, fmt.Sprintf("u%d", u), before, 100)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range p.Entries {
-					held[e.PostID] = true
-				}
-				if len(p.Entries) < 100 {
-					break
-				}
-				before = p.Entries[len(p.Entries)-1]
-			}
+			got := held(t, s, fmt.Sprintf("u%d", u))
 			for n := range acked {
-				if !held[crashEntry(n).PostID] {
-					t.Fatalf("crash %d: u%d's timeline lacks acknowledged post %d (%d acknowledged, %d held)", crash, u, n, len(acked), len(held))
+				if !got[crashEntry(n).PostID] {
+					t.Fatalf("crash %d: u%d's timeline lacks acknowledged post %d (%d acknowledged, %d held)", crash, u, n, len(acked), len(got))
 				}
 			}
 		}

@@ -11,7 +11,9 @@
 //
 // Push writes one batch for all its users (their markers read with one iterator, in key order)
 // without syncing it, then syncs the write-ahead log once: a fan-out of 10,000 timelines costs one
-// sync. Every other write is synced as it commits.
+// sync. Every other write is synced as it commits. With Options.Unsynced no write is synced (the
+// embedded event log's consumer offsets, written to the same engine after the writes they
+// acknowledge, stand for them: see Unsynced).
 //
 // The cap is kept lazily on Push (a push trims a timeline on about one push in
 // timeline.TrimEvery, decided by timeline.TrimDue) and exactly by Add and Merge. Entries past
@@ -48,6 +50,14 @@ type Options struct {
 	// entries past their TTL; 0 means an hour, and a negative value disables it (call Sweep).
 	SweepEvery time.Duration
 	Logger     *slog.Logger // the sweeper's errors; nil means none are logged
+	// Unsynced leaves every write unsynced. Set it only when whatever relies on a write is itself
+	// written later to the same engine: as rookery serve runs, where the timelines are written by
+	// consumers of the embedded event log, which keeps its consumer offsets in the same engine and
+	// writes an event's offset after the handler's writes. Recovery after a crash keeps a prefix of
+	// the write-ahead log, so an offset that survived means the writes before it did; a write that
+	// was lost takes its event's offset with it, and the event is delivered again. (The read
+	// path's writes, a rebuilt timeline or a marker kept alive, are redone by the next read.)
+	Unsynced bool
 }
 
 // Store is a timeline.Store on a Pebble engine.
@@ -57,6 +67,7 @@ type Store struct {
 	ttl   time.Duration
 	idle  time.Duration
 	clock rookery.Clock
+	sync  *cpebble.WriteOptions // cpebble.Sync, or NoSync with Options.Unsynced
 	locks keylock.Set[string]
 	log   *slog.Logger
 
@@ -76,8 +87,11 @@ func New(db *cpebble.DB, o Options) *Store {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{db: db, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock, log: o.Logger,
+	s := &Store{db: db, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock, log: o.Logger, sync: cpebble.Sync,
 		locks: keylock.Set[string]{Compare: strings.Compare}, stop: make(chan struct{}), done: make(chan struct{})}
+	if o.Unsynced {
+		s.sync = cpebble.NoSync
+	}
 	every := o.SweepEvery
 	if every == 0 {
 		every = time.Hour
@@ -230,7 +244,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 		}
 	}
 	// One sync makes the whole push durable: the write-ahead log is a sequence.
-	return internal(op, s.db.LogData(nil, cpebble.Sync))
+	return internal(op, s.syncLog())
 }
 
 // eachMarker calls do for the user of each marker key in keys (ascending) whose timeline exists,
@@ -357,7 +371,7 @@ func (s *Store) keepAlive(user string) (bool, error) {
 	if v, err = s.marker(user); err != nil || !s.live(v) {
 		return false, err
 	}
-	return true, s.db.Set(markerKey(user), s.markerValue(), cpebble.Sync)
+	return true, s.db.Set(markerKey(user), s.markerValue(), s.sync)
 }
 
 // Exists implements timeline.Store.
@@ -386,7 +400,7 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	for _, e := range timeline.Newest(entries, s.cap) {
 		setEntry(b, user, e)
 	}
-	return internal(op, b.Commit(cpebble.Sync))
+	return internal(op, b.Commit(s.sync))
 }
 
 func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) error {
@@ -442,7 +456,7 @@ func (s *Store) addLocked(user string, entries []timeline.Entry) error {
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return err
 	}
-	return s.trimLocked(user, cpebble.Sync)
+	return s.trimLocked(user, s.sync)
 }
 
 // Merge implements timeline.Store: under the user's lock, it reads the oldest entry (not past its
@@ -506,7 +520,7 @@ func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	return b.Commit(cpebble.Sync)
+	return b.Commit(s.sync)
 }
 
 // Remove implements timeline.Store: the post index says where the entry is.
@@ -532,7 +546,7 @@ func (s *Store) Remove(ctx context.Context, user, postID string) error {
 	defer b.Close()
 	_ = b.Delete(k, nil)
 	_ = b.Delete(hk, nil)
-	return internal(op, b.Commit(cpebble.Sync))
+	return internal(op, b.Commit(s.sync))
 }
 
 // RemoveAuthor implements timeline.Store: it reads the timeline (at most the cap, and what trims
@@ -587,14 +601,23 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	}
 	switch {
 	case !b.Empty():
-		return internal(op, b.Commit(cpebble.Sync)) // and every batch before it
+		return internal(op, b.Commit(s.sync)) // and every batch before it
 	case flushed:
-		return internal(op, s.db.LogData(nil, cpebble.Sync))
+		return internal(op, s.syncLog())
 	}
 	return nil // no timeline held the post
 }
 
 const removeBatch = 1000
+
+// syncLog syncs the write-ahead log, making every write committed before it durable (unless the
+// store is Unsynced).
+func (s *Store) syncLog() error {
+	if s.sync == cpebble.NoSync {
+		return nil
+	}
+	return s.db.LogData(nil, cpebble.Sync)
+}
 
 func (s *Store) sweepLoop(every time.Duration) {
 	defer close(s.done)
