@@ -51,11 +51,11 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
 		return err
 	}
-	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage}
+	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage, KeysOnly: true}
 	return table.EachPage(ctx, a.table, q, func(items []table.Item) error {
 		users := make([]string, len(items))
 		for i, it := range items {
-			users[i] = it.String("follower_id")
+			users[i] = followerOf(it)
 		}
 		return a.timelines.Push(ctx, users, entry)
 	})

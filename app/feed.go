@@ -314,10 +314,10 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 // followingOf reads everyone user follows (the GSI1 index: eventually consistent on DynamoDB).
 func (a *App) followingOf(ctx context.Context, user string) ([]string, error) {
 	following := []string{}
-	q := table.Query{Index: "GSI1", PK: followingPK(user), Limit: table.MaxQueryLimit}
+	q := table.Query{Index: "GSI1", PK: followingPK(user), Limit: table.MaxQueryLimit, KeysOnly: true}
 	err := table.EachPage(ctx, a.table, q, func(items []table.Item) error {
 		for _, it := range items {
-			following = append(following, it.String("followee_id"))
+			following = append(following, followeeOf(it))
 		}
 		return nil
 	})

@@ -249,6 +249,11 @@ type Query struct {
 	Desc   bool   // newest-first listings query descending
 	Limit  int    // 0 means DefaultQueryLimit
 	Cursor string // "" for the first page, else a previous Page.Next of the same query
+	// KeysOnly returns items that hold only their key attributes: PK and SK, and on an index
+	// query the index's two attributes (DynamoDB's KEYS_ONLY; seed 004 §3.2), for a caller that
+	// needs nothing else, as fan-out reading followers from the index does. Pages, cursors and
+	// expiry are as without it.
+	KeysOnly bool
 }
 
 // Page is one page of a Query.

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -580,6 +581,13 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		}
 		t := e.name(table.TTL)
 		in.FilterExpression = aws.String("attribute_not_exists(" + t + ") OR " + t + " > " + e.value(now))
+		if q.KeysOnly {
+			keys := []string{e.name(table.PK), e.name(table.SK)}
+			if q.Index != "" {
+				keys = append(keys, e.name(ix.PK), e.name(ix.SK))
+			}
+			in.ProjectionExpression = aws.String(strings.Join(keys, ", "))
+		}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 		if q.Index != "" {
 			in.IndexName = aws.String(q.Index)

@@ -144,69 +144,108 @@ func encodeItem(dst []byte, it table.Item) []byte {
 	return dst
 }
 
-func decodeItem(b []byte) (table.Item, error) {
+func decodeItem(b []byte) (table.Item, error) { return decode(b, nil) }
+
+// decode decodes an item; with keep, only the attributes keep names (their strings copied out of
+// b one by one, instead of the whole value at once).
+func decode(b []byte, keep map[string]bool) (table.Item, error) {
 	// One string holds the whole value; names and string values are slices of it, so decoding
 	// allocates the map, this string and little else (the hot path of every read).
-	all := string(b)
+	all := ""
+	if keep == nil {
+		all = string(b)
+	}
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > math.MaxUint16 {
 		return nil, errCorrupt
 	}
 	pos := w
-	it := make(table.Item, n)
-	readStr := func() (string, bool) {
+	size := int(n)
+	if keep != nil {
+		size = min(size, len(keep))
+	}
+	it := make(table.Item, size)
+	// span reads a length-prefixed string's bounds.
+	span := func() (start, end int, ok bool) {
 		l, w := binary.Uvarint(b[pos:])
 		if w <= 0 || uint64(len(b)-pos-w) < l {
-			return "", false
+			return 0, 0, false
 		}
-		s := all[pos+w : pos+w+int(l)]
-		pos += w + int(l)
-		return s, true
+		start, end = pos+w, pos+w+int(l)
+		pos = end
+		return start, end, true
+	}
+	str := func(start, end int) string {
+		if keep == nil {
+			return all[start:end]
+		}
+		return string(b[start:end])
 	}
 	for range n {
-		name, ok := readStr()
+		ns, ne, ok := span()
 		if !ok || pos >= len(b) {
 			return nil, errCorrupt
+		}
+		// An attribute not kept is still read through, to find the next one.
+		wanted := keep == nil || keep[string(b[ns:ne])]
+		var name string
+		if wanted {
+			name = str(ns, ne)
 		}
 		tag := b[pos]
 		pos++
 		switch tag {
 		case 's':
-			s, ok := readStr()
+			start, end, ok := span()
 			if !ok {
 				return nil, errCorrupt
 			}
-			it[name] = s
+			if wanted {
+				it[name] = str(start, end)
+			}
 		case 'n':
 			v, w := binary.Varint(b[pos:])
 			if w <= 0 {
 				return nil, errCorrupt
 			}
 			pos += w
-			it[name] = v
+			if wanted {
+				it[name] = v
+			}
 		case 'T', 'F':
-			it[name] = tag == 'T'
+			if wanted {
+				it[name] = tag == 'T'
+			}
 		case 'y':
-			s, ok := readStr()
+			start, end, ok := span()
 			if !ok {
 				return nil, errCorrupt
 			}
-			it[name] = []byte(s)
+			if wanted {
+				it[name] = []byte(str(start, end))
+			}
 		case 'l':
 			cnt, w := binary.Uvarint(b[pos:])
 			if w <= 0 || cnt > uint64(len(b)-pos) {
 				return nil, errCorrupt
 			}
 			pos += w
-			l := make([]string, 0, cnt)
+			var l []string
+			if wanted {
+				l = make([]string, 0, cnt)
+			}
 			for range cnt {
-				s, ok := readStr()
+				start, end, ok := span()
 				if !ok {
 					return nil, errCorrupt
 				}
-				l = append(l, s)
+				if wanted {
+					l = append(l, str(start, end))
+				}
 			}
-			it[name] = l
+			if wanted {
+				it[name] = l
+			}
 		default:
 			return nil, errCorrupt
 		}

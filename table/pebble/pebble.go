@@ -465,18 +465,28 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if q.Desc {
 		step, valid = iter.Prev, iter.Last()
 	}
+	var keep map[string]bool // KeysOnly: the keys, and the TTL to tell expired items
+	if q.KeysOnly {
+		keep = map[string]bool{table.PK: true, table.SK: true, table.TTL: true}
+		if q.Index != "" {
+			keep[ix.PK], keep[ix.SK] = true, true
+		}
+	}
 	now := d.now()
 	for ; valid; valid = step() {
 		v, err := iter.ValueAndErr()
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := decodeItem(v)
+		it, err := decode(v, keep)
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		if table.Expired(it, now) {
 			continue
+		}
+		if q.KeysOnly {
+			delete(it, table.TTL)
 		}
 		if len(page.Items) == limit {
 			last := page.Items[limit-1]

@@ -588,6 +588,64 @@ func testIndexQuery(e *env) {
 	})
 }
 
+func testKeysOnly(e *env) {
+	now := e.clock.Now().Unix()
+	for i := range 9 {
+		it := item("KO#a", fmt.Sprintf("%02d", i), "GSI1PK", "KOIX", "GSI1SK", fmt.Sprintf("t%02d", 8-i),
+			"text", strings.Repeat("x", i), "n", int64(i), "tags", []string{"a", "b"}, "bin", []byte{1, 2}, "ok", true)
+		if i == 4 {
+			it[table.TTL] = now - 1 // expired: invisible either way
+		}
+		if i == 5 {
+			it[table.TTL] = now + 3600
+		}
+		e.put(it)
+	}
+	keysOf := func(items []table.Item, names ...string) []table.Item {
+		var out []table.Item
+		for _, it := range items {
+			k := table.Item{}
+			for _, n := range names {
+				k[n] = it[n]
+			}
+			out = append(out, k)
+		}
+		return out
+	}
+	for _, q := range []table.Query{{PK: "KO#a"}, {PK: "KO#a", Desc: true}, {Index: "GSI1", PK: "KOIX"}, {Index: "GSI1", PK: "KOIX", Desc: true}} {
+		names := []string{table.PK, table.SK}
+		if q.Index != "" {
+			names = append(names, "GSI1PK", "GSI1SK")
+		}
+		e.eventually("keys-only query", func() error {
+			var full, keys []table.Item
+			for _, keysOnly := range []bool{false, true} {
+				q := q
+				q.KeysOnly, q.Limit = keysOnly, 3
+				for {
+					p := e.query(q)
+					if keysOnly {
+						keys = append(keys, p.Items...)
+					} else {
+						full = append(full, p.Items...)
+					}
+					if p.Next == "" {
+						break
+					}
+					q.Cursor = p.Next
+				}
+			}
+			if len(full) != 8 {
+				return fmt.Errorf("the full query of %+v found %d items", q, len(full))
+			}
+			if diff := cmp.Diff(keysOf(full, names...), keys); diff != "" {
+				return fmt.Errorf("keys-only query of %+v (-want +got):\n%s", q, diff)
+			}
+			return nil
+		})
+	}
+}
+
 func testBadCursors(e *env) {
 	for i := range 10 {
 		e.put(item("cur", fmt.Sprintf("%02d", i)))
