@@ -146,15 +146,11 @@ func encodeItem(dst []byte, it table.Item) []byte {
 
 func decodeItem(b []byte) (table.Item, error) { return decode(b, nil) }
 
-// decode decodes an item; with keep, only the attributes keep names (their strings copied out of
-// b one by one, instead of the whole value at once).
-func decode(b []byte, keep map[string]bool) (table.Item, error) {
+// decode decodes an item; with keep, only the attributes keep names.
+func decode(b []byte, keep []string) (table.Item, error) {
 	// One string holds the whole value; names and string values are slices of it, so decoding
 	// allocates the map, this string and little else (the hot path of every read).
-	all := ""
-	if keep == nil {
-		all = string(b)
-	}
+	all := string(b)
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > math.MaxUint16 {
 		return nil, errCorrupt
@@ -165,6 +161,17 @@ func decode(b []byte, keep map[string]bool) (table.Item, error) {
 		size = min(size, len(keep))
 	}
 	it := make(table.Item, size)
+	kept := func(start, end int) bool {
+		if keep == nil {
+			return true
+		}
+		for _, k := range keep { // a few names: faster than a map
+			if all[start:end] == k {
+				return true
+			}
+		}
+		return false
+	}
 	// span reads a length-prefixed string's bounds.
 	span := func() (start, end int, ok bool) {
 		l, w := binary.Uvarint(b[pos:])
@@ -175,22 +182,16 @@ func decode(b []byte, keep map[string]bool) (table.Item, error) {
 		pos = end
 		return start, end, true
 	}
-	str := func(start, end int) string {
-		if keep == nil {
-			return all[start:end]
-		}
-		return string(b[start:end])
-	}
 	for range n {
 		ns, ne, ok := span()
 		if !ok || pos >= len(b) {
 			return nil, errCorrupt
 		}
 		// An attribute not kept is still read through, to find the next one.
-		wanted := keep == nil || keep[string(b[ns:ne])]
+		wanted := kept(ns, ne)
 		var name string
 		if wanted {
-			name = str(ns, ne)
+			name = all[ns:ne]
 		}
 		tag := b[pos]
 		pos++
@@ -201,7 +202,7 @@ func decode(b []byte, keep map[string]bool) (table.Item, error) {
 				return nil, errCorrupt
 			}
 			if wanted {
-				it[name] = str(start, end)
+				it[name] = all[start:end]
 			}
 		case 'n':
 			v, w := binary.Varint(b[pos:])
@@ -222,7 +223,7 @@ func decode(b []byte, keep map[string]bool) (table.Item, error) {
 				return nil, errCorrupt
 			}
 			if wanted {
-				it[name] = []byte(str(start, end))
+				it[name] = []byte(all[start:end])
 			}
 		case 'l':
 			cnt, w := binary.Uvarint(b[pos:])
@@ -240,7 +241,7 @@ func decode(b []byte, keep map[string]bool) (table.Item, error) {
 					return nil, errCorrupt
 				}
 				if wanted {
-					l = append(l, str(start, end))
+					l = append(l, all[start:end])
 				}
 			}
 			if wanted {

@@ -465,11 +465,11 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if q.Desc {
 		step, valid = iter.Prev, iter.Last()
 	}
-	var keep map[string]bool // KeysOnly: the keys, and the TTL to tell expired items
+	var keep []string // KeysOnly: the keys, and the TTL to tell expired items
 	if q.KeysOnly {
-		keep = map[string]bool{table.PK: true, table.SK: true, table.TTL: true}
+		keep = []string{table.PK, table.SK, table.TTL}
 		if q.Index != "" {
-			keep[ix.PK], keep[ix.SK] = true, true
+			keep = append(keep, ix.PK, ix.SK)
 		}
 	}
 	now := d.now()
