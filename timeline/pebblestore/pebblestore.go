@@ -1,13 +1,19 @@
 // Package pebblestore keeps home timelines in a Pebble engine of their own layout: the embedded
 // default, in the table store's engine (its key spaces are disjoint from the store's and the event
-// log's), so a timeline write costs two short engine keys instead of a table item with its index
+// log's), so a timeline entry costs one short engine key instead of a table item with its index
 // and TTL entries.
 //
 //	'h' user                          -> be64(expiry, unix ms)   the timeline exists until then
 //	'f' user 0x00 be64(at) post       -> author                  an entry; at is the post's time in ms
-//	'g' post 0x00 user                -> be64(at)                the timelines holding a post
+//	'g' post 0x00 user                -> be64(at) users          timelines given the post (a push's
+//	                                                             users, ascending; user is the first)
 //
 // Entries sort oldest first (time, then post id), so a page reads backwards from its cursor.
+//
+// The post index is written once per push, not per entry, and never rewritten: an entry that
+// leaves a timeline (trims, RemoveAuthor, the sweeper) leaves its user in the list, and RemovePost,
+// which deletes the entry key of every user listed, then deletes a key that is already gone. The
+// sweeper deletes index keys once their post is past the TTL, which every entry of theirs is too.
 //
 // Push writes one batch for all its users (their markers read with one iterator, in key order)
 // without syncing it, then syncs the write-ahead log once: a fan-out of 10,000 timelines costs one
@@ -130,6 +136,29 @@ func holderKey(post, user string) []byte {
 	return append(append(append([]byte{'g'}, post...), 0), user...)
 }
 
+// holders encodes a post-index value: the entries' time and their users.
+func holders(at []byte, users []string) []byte {
+	v := slices.Clone(at)
+	for _, u := range users {
+		v = binary.AppendUvarint(v, uint64(len(u)))
+		v = append(v, u...)
+	}
+	return v
+}
+
+// eachHolder calls do with each user of post-index value v; false if v is malformed.
+func eachHolder(v []byte, do func(user string)) bool {
+	for rest := v[8:]; len(rest) > 0; {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || uint64(len(rest)-w) < n {
+			return false
+		}
+		do(string(rest[w : w+int(n)]))
+		rest = rest[w+int(n):]
+	}
+	return true
+}
+
 // parseEntry decodes the key (of user's timeline) and value of an entry.
 func parseEntry(user string, k, v []byte) timeline.Entry {
 	rest := k[len(user)+2:]
@@ -185,18 +214,18 @@ func (s *Store) markerValue() []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(s.clock.Now().Add(s.idle).UnixMilli()))
 }
 
-// setEntry adds the writes of user's entry e to b.
-func setEntry(b *cpebble.Batch, user string, e timeline.Entry) {
-	at := ms(e.At)
-	_ = b.Set(entryKey(user, at, e.PostID), []byte(e.AuthorID), nil)
-	_ = b.Set(holderKey(e.PostID, user), at, nil)
+// setEntries adds to b the writes of entry e in the timelines of users (ascending, at least one):
+// an entry key each, and one post-index key listing them.
+func setEntries(b *cpebble.Batch, users []string, e timeline.Entry) {
+	at, author := ms(e.At), []byte(e.AuthorID)
+	for _, u := range users {
+		_ = b.Set(entryKey(u, at, e.PostID), author, nil)
+	}
+	_ = b.Set(holderKey(e.PostID, users[0]), holders(at, users), nil)
 }
 
-// deleteEntry adds the deletes of user's entry with key k to b.
-func deleteEntry(b *cpebble.Batch, user string, k []byte) {
-	_ = b.Delete(k, nil)
-	_ = b.Delete(holderKey(string(k[len(user)+10:]), user), nil)
-}
+// deleteEntry adds the delete of an entry (its key k) to b; the post index keeps naming the user.
+func deleteEntry(b *cpebble.Batch, k []byte) { _ = b.Delete(k, nil) }
 
 // Push implements timeline.Store.
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
@@ -222,9 +251,9 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	slices.SortFunc(sorted, bytes.Compare)
 	b := s.db.NewBatch()
 	defer b.Close()
-	var trim []string
+	var live, trim []string
 	err := s.eachMarker(sorted, func(user string) {
-		setEntry(b, user, e)
+		live = append(live, user)
 		if timeline.TrimDue(user, e.PostID) {
 			trim = append(trim, user)
 		}
@@ -232,9 +261,10 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	if err != nil {
 		return internal(op, err)
 	}
-	if b.Empty() {
+	if len(live) == 0 {
 		return nil // none of the timelines exists
 	}
+	setEntries(b, live, e)
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return internal(op, err)
 	}
@@ -296,7 +326,7 @@ func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
 	for ok := it.Last(); ok; ok = it.Prev() {
 		k := it.Key()
 		if n++; n > s.cap || bytes.Compare(k[len(user)+2:len(user)+10], cut) < 0 {
-			deleteEntry(b, user, bytes.Clone(k))
+			deleteEntry(b, bytes.Clone(k))
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -393,12 +423,12 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	defer s.locks.Lock(user)()
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.each(user, func(k, _ []byte) { deleteEntry(b, user, k) }); err != nil {
+	if err := s.each(user, func(k, _ []byte) { deleteEntry(b, k) }); err != nil {
 		return internal(op, err)
 	}
 	_ = b.Set(markerKey(user), s.markerValue(), nil)
 	for _, e := range timeline.Newest(entries, s.cap) {
-		setEntry(b, user, e)
+		setEntries(b, []string{user}, e)
 	}
 	return internal(op, b.Commit(s.sync))
 }
@@ -451,7 +481,7 @@ func (s *Store) addLocked(user string, entries []timeline.Entry) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, e := range entries {
-		setEntry(b, user, e)
+		setEntries(b, []string{user}, e)
 	}
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return err
@@ -514,7 +544,7 @@ func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
 	defer b.Close()
 	err := s.each(user, func(k, v []byte) {
 		if pick(k, v) {
-			deleteEntry(b, user, k)
+			deleteEntry(b, k)
 		}
 	})
 	if err != nil || b.Empty() {
@@ -523,7 +553,8 @@ func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
 	return b.Commit(s.sync)
 }
 
-// Remove implements timeline.Store: the post index says where the entry is.
+// Remove implements timeline.Store: it reads the timeline for the post's entry (at most the cap,
+// and what trims have not caught up with).
 func (s *Store) Remove(ctx context.Context, user, postID string) error {
 	const op rookery.Op = "pebblestore.Remove"
 	if err := checkUser(op, user); err != nil {
@@ -532,21 +563,8 @@ func (s *Store) Remove(ctx context.Context, user, postID string) error {
 	if err := checkPost(op, postID); err != nil {
 		return err
 	}
-	hk := holderKey(postID, user)
-	at, closer, err := s.db.Get(hk)
-	if err == cpebble.ErrNotFound {
-		return nil
-	}
-	if err != nil {
-		return internal(op, err)
-	}
-	k := entryKey(user, at, postID)
-	closer.Close()
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Delete(k, nil)
-	_ = b.Delete(hk, nil)
-	return internal(op, b.Commit(s.sync))
+	defer s.locks.Lock(user)()
+	return internal(op, s.deleteWhere(user, func(k, _ []byte) bool { return string(k[len(user)+10:]) == postID }))
 }
 
 // RemoveAuthor implements timeline.Store: it reads the timeline (at most the cap, and what trims
@@ -560,8 +578,9 @@ func (s *Store) RemoveAuthor(ctx context.Context, user, author string) error {
 	return internal(op, s.deleteWhere(user, func(_, v []byte) bool { return string(v) == author }))
 }
 
-// RemovePost implements timeline.Store: it reads the post's holders and deletes each copy, in
-// batches of removeBatch copies, then syncs once: O(copies).
+// RemovePost implements timeline.Store: it reads the post's index keys and deletes the entry of
+// every user they list, and the keys, in batches of about removeBatch deletes, then syncs once:
+// O(copies the post was given).
 func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	const op rookery.Op = "pebblestore.RemovePost"
 	if err := checkPost(op, postID); err != nil {
@@ -584,10 +603,11 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 		if err != nil {
 			return internal(op, err)
 		}
-		user := string(it.Key()[len(prefix):])
-		_ = b.Delete(entryKey(user, v, postID), nil)
+		if len(v) < 8 || !eachHolder(v, func(user string) { _ = b.Delete(entryKey(user, v[:8], postID), nil) }) {
+			return rookery.E(op, rookery.Internal, "a malformed post index key")
+		}
 		_ = b.Delete(it.Key(), nil)
-		if b.Count() >= 2*removeBatch {
+		if b.Count() >= removeBatch {
 			if err := b.Commit(cpebble.NoSync); err != nil {
 				return internal(op, err)
 			}
@@ -646,8 +666,9 @@ func (s *Store) sweepLoop(every time.Duration) {
 const sweepPage = 1000
 
 // Sweep deletes the timelines that stopped existing (their marker expired: nobody read them for
-// InactiveAfter), marker and entries, and the entries of the others that are past their TTL.
-// It costs a seek per timeline plus what it deletes.
+// InactiveAfter), marker and entries, the entries of the others that are past their TTL, and the
+// post-index keys of posts past the TTL. It costs a seek per timeline, a read of the post index,
+// and what it deletes.
 func (s *Store) Sweep(ctx context.Context) error {
 	const op rookery.Op = "pebblestore.Sweep"
 	from := []byte{'h'}
@@ -665,10 +686,63 @@ func (s *Store) Sweep(ctx context.Context) error {
 			}
 		}
 		if len(users) < sweepPage {
-			return nil
+			break
 		}
 		from = append(markerKey(users[len(users)-1]), 0)
 	}
+	return internal(op, s.sweepIndex(ctx))
+}
+
+// sweepIndex deletes the post-index keys whose post is past the TTL (and so is every entry they
+// name), a page of keys at a time.
+func (s *Store) sweepIndex(ctx context.Context) error {
+	cut := ms(s.cutoff())
+	for from := []byte{'g'}; from != nil; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		expired, next, err := s.expiredHolders(from, cut)
+		if err != nil {
+			return err
+		}
+		if len(expired) > 0 {
+			b := s.db.NewBatch()
+			for _, k := range expired {
+				_ = b.Delete(k, nil)
+			}
+			err = b.Commit(cpebble.NoSync)
+			b.Close()
+			if err != nil {
+				return err
+			}
+		}
+		from = next
+	}
+	return nil
+}
+
+// expiredHolders reads up to sweepPage post-index keys from key from on and returns those whose
+// time is before cut, and the key to read on from (nil at the end).
+func (s *Store) expiredHolders(from, cut []byte) (expired [][]byte, next []byte, err error) {
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{'h'}})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n > sweepPage {
+			return expired, bytes.Clone(it.Key()), nil
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(v) < 8 || bytes.Compare(v[:8], cut) < 0 {
+			expired = append(expired, bytes.Clone(it.Key()))
+		}
+	}
+	return expired, nil, it.Error()
 }
 
 // markerPage returns the users of up to sweepPage markers from key from on.
@@ -696,9 +770,9 @@ func (s *Store) sweep(user string) error {
 	defer b.Close()
 	if !s.live(v) {
 		_ = b.Delete(markerKey(user), nil)
-		err = s.each(user, func(k, _ []byte) { deleteEntry(b, user, k) })
+		err = s.each(user, func(k, _ []byte) { deleteEntry(b, k) })
 	} else {
-		err = s.expired(user, func(k []byte) { deleteEntry(b, user, k) })
+		err = s.expired(user, func(k []byte) { deleteEntry(b, k) })
 	}
 	if err != nil || b.Empty() {
 		return err

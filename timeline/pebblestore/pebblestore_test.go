@@ -58,9 +58,9 @@ func keys(t *testing.T, db *cpebble.DB) map[byte]int {
 	return n
 }
 
-// TestSweep: the sweeper deletes what a timeline that stopped existing held (marker, entries and
-// their post-index keys) and the entries past their TTL of the others, and leaves the table
-// store's keys alone.
+// TestSweep: the sweeper deletes what a timeline that stopped existing held (marker and entries),
+// the entries past their TTL of the others and the post-index keys of posts past the TTL, and
+// leaves the table store's keys alone.
 func TestSweep(t *testing.T) {
 	c := tabletest.NewClock(time.Now())
 	db := openStore(t, c)
@@ -148,5 +148,38 @@ func TestReopen(t *testing.T) {
 		if p, _ := s.Page(ctx, u, timeline.Entry{}, 10); len(p.Entries) != 0 {
 			t.Fatalf("%s's timeline after RemovePost = %+v", u, p)
 		}
+	}
+}
+
+// TestPostIndexOutlivesEntries: a push writes one post-index key for all its timelines, and an entry
+// that leaves a timeline stays named there; RemovePost still removes every copy and every key.
+func TestPostIndexOutlivesEntries(t *testing.T) {
+	db := openStore(t, rookery.SystemClock)
+	s := open(t, db, pebblestore.Options{SweepEvery: -1})
+	var users []string
+	for i := range 5 {
+		users = append(users, fmt.Sprintf("u%d", i))
+		if err := s.Create(ctx, users[i], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := timeline.Entry{PostID: "P1", AuthorID: "a", At: time.Now()}
+	if err := s.Push(ctx, users, e); err != nil {
+		t.Fatal(err)
+	}
+	if n := keys(t, db.Engine()); n['f'] != 5 || n['g'] != 1 {
+		t.Fatalf("after a push to 5 timelines: %d entry keys, %d post-index keys; want 5 and 1", n['f'], n['g'])
+	}
+	if err := s.RemoveAuthor(ctx, "u2", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Push(ctx, users[3:], timeline.Entry{PostID: "P1", AuthorID: "a", At: e.At}); err != nil { // a redelivered page
+		t.Fatal(err)
+	}
+	if err := s.RemovePost(ctx, "P1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := keys(t, db.Engine()); n['f'] != 0 || n['g'] != 0 {
+		t.Fatalf("after RemovePost: %d entry keys, %d post-index keys; want none", n['f'], n['g'])
 	}
 }
