@@ -146,8 +146,17 @@ func holders(at []byte, users []string) []byte {
 	return v
 }
 
-// eachHolder calls do with each user of post-index value v; false if v is malformed.
-func eachHolder(v []byte, do func(user string)) bool {
+// eachHolder calls do with each user of the post-index key k with value v; false if v is
+// malformed. A value of the time alone is a key from before one key per push (one per entry,
+// its user the key's last part).
+func eachHolder(k, v []byte, do func(user string)) bool {
+	if len(v) < 8 {
+		return false
+	}
+	if len(v) == 8 {
+		do(string(k[bytes.IndexByte(k, 0)+1:]))
+		return true
+	}
 	for rest := v[8:]; len(rest) > 0; {
 		n, w := binary.Uvarint(rest)
 		if w <= 0 || uint64(len(rest)-w) < n {
@@ -603,7 +612,7 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 		if err != nil {
 			return internal(op, err)
 		}
-		if len(v) < 8 || !eachHolder(v, func(user string) { _ = b.Delete(entryKey(user, v[:8], postID), nil) }) {
+		if !eachHolder(it.Key(), v, func(user string) { _ = b.Delete(entryKey(user, v[:8], postID), nil) }) {
 			return rookery.E(op, rookery.Internal, "a malformed post index key")
 		}
 		_ = b.Delete(it.Key(), nil)

@@ -2,6 +2,7 @@ package pebblestore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -181,5 +182,29 @@ func TestPostIndexOutlivesEntries(t *testing.T) {
 	}
 	if n := keys(t, db.Engine()); n['f'] != 0 || n['g'] != 0 {
 		t.Fatalf("after RemovePost: %d entry keys, %d post-index keys; want none", n['f'], n['g'])
+	}
+	// A data directory from before: one index key per entry, 'g' post 0x00 user -> be64(ms).
+	at := binary.BigEndian.AppendUint64(nil, uint64(e.At.UnixMilli())^1<<63)
+	if err := s.Add(ctx, "u1", []timeline.Entry{{PostID: "P2", AuthorID: "a", At: e.At}}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.Engine().NewIter(&cpebble.IterOptions{LowerBound: []byte("gP2\x00"), UpperBound: []byte("gP2\x01")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := db.Engine().Delete(it.Key(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it.Close()
+	if err := db.Engine().Set([]byte("gP2\x00u1"), at, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemovePost(ctx, "P2"); err != nil {
+		t.Fatal(err)
+	}
+	if n := keys(t, db.Engine()); n['f'] != 0 || n['g'] != 0 {
+		t.Fatalf("after RemovePost of an entry indexed the old way: %d entry keys, %d post-index keys; want none", n['f'], n['g'])
 	}
 }
