@@ -5,12 +5,14 @@
 //
 //	'h' user                          -> be64(expiry, unix ms)   the timeline exists until then
 //	'f' user 0x00 be64(at) post       -> author                  an entry; at is the post's time in ms
-//	'g' post 0x00 user                -> be64(at) users          timelines given the post (a push's
-//	                                                             users, ascending; user is the first)
+//	'g' post 0x00 user 0x00 be64(h)   -> be64(at) users          timelines given the post (a push's
+//	                                                             users, ascending: user is the first,
+//	                                                             h a hash of them all)
 //
 // Entries sort oldest first (time, then post id), so a page reads backwards from its cursor.
 //
-// The post index is written once per push, not per entry, and never rewritten: an entry that
+// The post index is written once per push, not per entry, and never rewritten (the same users
+// write the same key again; other users, another key): an entry that
 // leaves a timeline (trims, RemoveAuthor, the sweeper) leaves its user in the list, and RemovePost,
 // which deletes the entry key of every user listed, then deletes a key that is already gone. The
 // sweeper deletes index keys once their post is past the TTL, which every entry of theirs is too.
@@ -35,6 +37,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -132,8 +135,15 @@ func entryKey(user string, at []byte, post string) []byte {
 	return append(append(feedPrefix(user), at...), post...)
 }
 
-func holderKey(post, user string) []byte {
-	return append(append(append([]byte{'g'}, post...), 0), user...)
+// holderKey is the post-index key of post's entries in the timelines of users (ascending).
+func holderKey(post string, users []string) []byte {
+	h := fnv.New64a()
+	for _, u := range users {
+		h.Write([]byte(u))
+		h.Write([]byte{0})
+	}
+	k := append(append(append([]byte{'g'}, post...), 0), users[0]...)
+	return binary.BigEndian.AppendUint64(append(k, 0), h.Sum64())
 }
 
 // holders encodes a post-index value: the entries' time and their users.
@@ -153,7 +163,7 @@ func eachHolder(k, v []byte, do func(user string)) bool {
 	if len(v) < 8 {
 		return false
 	}
-	if len(v) == 8 {
+	if len(v) == 8 { // 'g' post 0x00 user
 		do(string(k[bytes.IndexByte(k, 0)+1:]))
 		return true
 	}
@@ -230,7 +240,7 @@ func setEntries(b *cpebble.Batch, users []string, e timeline.Entry) {
 	for _, u := range users {
 		_ = b.Set(entryKey(u, at, e.PostID), author, nil)
 	}
-	_ = b.Set(holderKey(e.PostID, users[0]), holders(at, users), nil)
+	_ = b.Set(holderKey(e.PostID, users), holders(at, users), nil)
 }
 
 // deleteEntry adds the delete of an entry (its key k) to b; the post index keeps naming the user.

@@ -177,6 +177,14 @@ func TestPostIndexOutlivesEntries(t *testing.T) {
 	if err := s.Push(ctx, users[3:], timeline.Entry{PostID: "P1", AuthorID: "a", At: e.At}); err != nil { // a redelivered page
 		t.Fatal(err)
 	}
+	// u0, first of the push, takes the post again alone (as an unfollow and a follow would):
+	// its own index key must not replace the push's.
+	if err := s.RemoveAuthor(ctx, "u0", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "u0", []timeline.Entry{{PostID: "P1", AuthorID: "a", At: e.At}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.RemovePost(ctx, "P1"); err != nil {
 		t.Fatal(err)
 	}
