@@ -30,8 +30,9 @@ import (
 // reopening, every post up to the one a surviving key names is in every timeline.
 
 const (
-	crashDirEnv   = "ROOKERY_TIMELINE_CRASH_DIR"
-	crashRoundEnv = "ROOKERY_TIMELINE_CRASH_ROUND" // set for the unsynced child: its round
+	crashDirEnv      = "ROOKERY_TIMELINE_CRASH_DIR"
+	crashRoundEnv    = "ROOKERY_TIMELINE_CRASH_ROUND"    // the child's round: its posts are its own
+	crashUnsyncedEnv = "ROOKERY_TIMELINE_CRASH_UNSYNCED" // set for the unsynced child
 )
 
 const crashUsers = 20
@@ -51,7 +52,7 @@ func crashStore(t testing.TB, dir string, unsynced bool) (*pebble.DB, *pebblesto
 // a consumer group writes its offset (in a key space neither the store nor the timelines use).
 func offsetKey(r, w int) []byte { return fmt.Appendf(nil, "zoffset-%d-%d", r, w) }
 
-// crashPost is the n-th post of goroutine w in round r of the unsynced test.
+// crashPost is the n-th post of goroutine w in round r.
 func crashPost(r, w, n int) int { return r<<24 + n*4 + w }
 
 func crashEntry(n int) timeline.Entry {
@@ -64,8 +65,8 @@ func TestCrashPusher(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	round, unsynced := os.LookupEnv(crashRoundEnv)
-	r, _ := strconv.Atoi(round)
+	r, _ := strconv.Atoi(os.Getenv(crashRoundEnv))
+	_, unsynced := os.LookupEnv(crashUnsyncedEnv)
 	db, s := crashStore(t, dir, unsynced)
 	var users []string
 	for u := range crashUsers {
@@ -77,15 +78,11 @@ func TestCrashPusher(t *testing.T) {
 			}
 		}
 	}
-	start := rand.IntN(1 << 30)
 	out := make(chan string, 1024)
 	for w := range 4 {
 		go func() {
 			for i := 0; ; i++ {
-				n := start + w + 4*i
-				if unsynced {
-					n = crashPost(r, w, i)
-				}
+				n := crashPost(r, w, i)
 				if err := s.Push(ctx, users, crashEntry(n)); err != nil {
 					fmt.Println("error", err)
 					os.Exit(2)
@@ -126,8 +123,8 @@ func TestCrashUnsyncedPush(t *testing.T) {
 	dir := t.TempDir()
 	for r := range 4 {
 		acked := 0
-		last, killed := crashtest.Run(t, "TestCrashPusher", []string{crashDirEnv + "=" + dir, crashRoundEnv + "=" + strconv.Itoa(r)},
-			time.Duration(100+rand.IntN(300))*time.Millisecond, func(string) { acked++ })
+		env := []string{crashDirEnv + "=" + dir, crashRoundEnv + "=" + strconv.Itoa(r), crashUnsyncedEnv + "=1"}
+		last, killed := crashtest.Run(t, "TestCrashPusher", env, time.Duration(100+rand.IntN(300))*time.Millisecond, func(string) { acked++ })
 		if last != "" {
 			t.Fatalf("pusher: %s", last)
 		}
@@ -135,7 +132,6 @@ func TestCrashUnsyncedPush(t *testing.T) {
 			t.Fatal("pusher ended without being killed")
 		}
 		db, s := crashStore(t, dir, true)
-		want := 0
 		var posts []int
 		for w := range 4 {
 			v, closer, err := db.Engine().Get(offsetKey(r, w))
@@ -150,7 +146,6 @@ func TestCrashUnsyncedPush(t *testing.T) {
 				posts = append(posts, crashPost(r, w, i))
 			}
 		}
-		want = len(posts)
 		for u := range crashUsers {
 			got := held(t, s, fmt.Sprintf("u%d", u))
 			for _, n := range posts {
@@ -161,7 +156,7 @@ func TestCrashUnsyncedPush(t *testing.T) {
 		}
 		s.Close()
 		db.Close()
-		t.Logf("round %d: %d pushes made, %d covered by surviving offsets, each in all %d timelines", r, acked, want, crashUsers)
+		t.Logf("round %d: %d pushes made, %d covered by surviving offsets, each in all %d timelines", r, acked, len(posts), crashUsers)
 	}
 }
 
@@ -169,7 +164,8 @@ func TestCrashPush(t *testing.T) {
 	dir := t.TempDir()
 	acked := map[int]bool{}
 	for crash := range 4 {
-		last, killed := crashtest.Run(t, "TestCrashPusher", []string{crashDirEnv + "=" + dir}, time.Duration(100+rand.IntN(300))*time.Millisecond,
+		env := []string{crashDirEnv + "=" + dir, crashRoundEnv + "=" + strconv.Itoa(crash)}
+		last, killed := crashtest.Run(t, "TestCrashPusher", env, time.Duration(100+rand.IntN(300))*time.Millisecond,
 			func(v string) {
 				n, _ := strconv.Atoi(v)
 				acked[n] = true

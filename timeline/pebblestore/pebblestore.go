@@ -243,9 +243,6 @@ func setEntries(b *cpebble.Batch, users []string, e timeline.Entry) {
 	_ = b.Set(holderKey(e.PostID, users), holders(at, users), nil)
 }
 
-// deleteEntry adds the delete of an entry (its key k) to b; the post index keeps naming the user.
-func deleteEntry(b *cpebble.Batch, k []byte) { _ = b.Delete(k, nil) }
-
 // Push implements timeline.Store.
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "pebblestore.Push"
@@ -345,7 +342,7 @@ func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
 	for ok := it.Last(); ok; ok = it.Prev() {
 		k := it.Key()
 		if n++; n > s.cap || bytes.Compare(k[len(user)+2:len(user)+10], cut) < 0 {
-			deleteEntry(b, bytes.Clone(k))
+			_ = b.Delete(bytes.Clone(k), nil)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -442,7 +439,7 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	defer s.locks.Lock(user)()
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.each(user, func(k, _ []byte) { deleteEntry(b, k) }); err != nil {
+	if err := s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) }); err != nil {
 		return internal(op, err)
 	}
 	_ = b.Set(markerKey(user), s.markerValue(), nil)
@@ -563,7 +560,7 @@ func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
 	defer b.Close()
 	err := s.each(user, func(k, v []byte) {
 		if pick(k, v) {
-			deleteEntry(b, k)
+			_ = b.Delete(k, nil)
 		}
 	})
 	if err != nil || b.Empty() {
@@ -789,9 +786,9 @@ func (s *Store) sweep(user string) error {
 	defer b.Close()
 	if !s.live(v) {
 		_ = b.Delete(markerKey(user), nil)
-		err = s.each(user, func(k, _ []byte) { deleteEntry(b, k) })
+		err = s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) })
 	} else {
-		err = s.expired(user, func(k []byte) { deleteEntry(b, k) })
+		err = s.expired(user, func(k []byte) { _ = b.Delete(k, nil) })
 	}
 	if err != nil || b.Empty() {
 		return err
