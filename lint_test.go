@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"table/dynamo/dynamotest": {"", "table", "table/dynamo"},
 	"events":                  {"", "table"},
 	"events/eventstest":       {"", "events"},
-	"events/embedded":         {"", "events", "internal/pebblekit"},
+	"events/embedded":         {"", "table", "events", "internal/pebblekit"},
 	"events/nats":             {"", "events"},
 	"timeline":                {""},
 	"timeline/timelinetest":   {"", "timeline"},

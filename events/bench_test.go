@@ -11,28 +11,12 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
-	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/table"
-	"github.com/rookery/rookery/table/pebble"
 )
 
-// layouts are the two places of the embedded log: an engine of its own, or the table store's (one
-// write-ahead log for both, as `rookery serve` runs it).
-var layouts = []string{"separate", "shared"}
-
 func benchPipeline(b *testing.B, layout string) (table.Table, events.Log, *events.Outbox, context.CancelFunc) {
-	dir := b.TempDir()
-	tab := openTable(b, dir+"/table")
-	opts := embedded.Options{Dir: dir + "/log"}
-	if layout == "shared" {
-		opts = embedded.Options{Engine: tab.(*pebble.DB).Engine()}
-	}
-	l, err := embedded.Open(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	ob := &events.Outbox{Table: tab, Log: l}
+	ob := &events.Outbox{}
+	tab, l := openPipeline(b, b.TempDir(), layout, ob)
 	ctx, cancel := context.WithCancel(context.Background())
 	go ob.Run(ctx)
 	return tab, l, ob, cancel
@@ -41,7 +25,7 @@ func benchPipeline(b *testing.B, layout string) (table.Table, events.Log, *event
 // BenchmarkOutboxThroughput: 8 writers commit transactions of 50 events each through the outbox;
 // the figure is events per second until the log holds them all (durable at both ends).
 func BenchmarkOutboxThroughput(b *testing.B) {
-	for _, layout := range layouts {
+	for _, layout := range pipelineLayouts {
 		b.Run(layout, func(b *testing.B) { benchOutboxThroughput(b, layout) })
 	}
 }
@@ -90,7 +74,7 @@ func benchOutboxThroughput(b *testing.B, layout string) {
 // each at its scheduled time); a consumer records the time from the scheduled write to its
 // handler. It runs b.N events. The write's own share (scheduled time to commit) is reported too.
 func BenchmarkOutboxToHandlerLatency(b *testing.B) {
-	for _, layout := range layouts {
+	for _, layout := range pipelineLayouts {
 		b.Run(layout, func(b *testing.B) { benchOutboxToHandlerLatency(b, layout) })
 	}
 }

@@ -2,10 +2,10 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +21,7 @@ import (
 //
 // Outbox items (the key schema of app/keys.go refers here):
 //
-//	PK OUTBOX#<shard>   SK <event id>   event: the event's JSON
+//	PK OUTBOX#<shard>   SK <event id>   event: the event's stored form (codec.go)
 //
 // An event's shard is a hash of its key, so one key's events are relayed by one loop, in id order.
 // The number of shards must stay the same for the life of a table.
@@ -36,6 +36,11 @@ type Outbox struct {
 	// Batch is the most events relayed per round; 0 means 500.
 	Batch  int
 	Logger *slog.Logger
+	// Direct says that the table appends the outbox's events to the log itself, in the
+	// transactions that write them (table/pebble with the embedded log on its engine as its
+	// Stager; see events/embedded's stage.go). Write then only makes the write, and Run relays
+	// what is left in the outbox from before.
+	Direct bool
 
 	once    sync.Once
 	wake    []chan struct{}
@@ -130,14 +135,28 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 	if ev.ID == "" || ev.Type == "" || ev.Key == "" {
 		return table.Write{}, rookery.E(op, rookery.Invalid, "an event needs an id, a type and a key")
 	}
-	b, err := json.Marshal(ev)
+	b, err := AppendEvent(nil, ev)
 	if err != nil {
 		return table.Write{}, rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
 	}
 	shard := o.shard(ev.Key)
-	o.pending[shard].add(ev.ID)
+	if !o.Direct {
+		o.pending[shard].add(ev.ID)
+	}
 	// An event is the same whenever its id is written, so the put need not read the key first.
 	return table.ImmutablePutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
+}
+
+// OutboxEvent returns the stored event (codec.go) that w writes, if w is a write Outbox.Write made.
+func OutboxEvent(w table.Write) ([]byte, bool) {
+	if w.Kind != table.WritePut || !w.Immutable {
+		return nil, false
+	}
+	if pk, _ := w.Item[table.PK].(string); !strings.HasPrefix(pk, "OUTBOX#") {
+		return nil, false
+	}
+	b, ok := w.Item["event"].([]byte)
+	return b, ok
 }
 
 // Notify tells the relay that events were written (call it after the transaction that holds
@@ -228,8 +247,8 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (l
 	evs := make([]rookery.Event, 0, len(page.Items))
 	relayed := make([]table.Item, 0, len(page.Items))
 	for _, it := range page.Items {
-		var ev rookery.Event
-		if err := json.Unmarshal(it.Bytes("event"), &ev); err != nil {
+		ev, err := DecodeEvent(it.Bytes("event"))
+		if err != nil {
 			// Write only stores valid JSON, so this is corruption: keep it, say so, relay the rest.
 			o.Logger.Error("outbox item is not a valid event; left in place", "shard", shard, "id", it.String(table.SK), "err", err)
 			continue

@@ -32,10 +32,50 @@ func openTable(t testing.TB, dir string) table.Table {
 	return db
 }
 
+// direct makes tab append ob's events to l (on tab's engine) in the transactions that write them,
+// as `rookery serve` runs it.
+func direct(tab table.Table, l *embedded.Log, ob *events.Outbox) {
+	tab.(*pebble.DB).SetStager(l)
+	ob.Direct = true
+}
+
+// openPipeline returns a table, an embedded log and an outbox between them in one of the layouts:
+// the log in an engine of its own ("separate"), in the table's ("shared"), or in the table's with
+// the table appending the outbox's events ("direct").
+func openPipeline(t testing.TB, dir, layout string, ob *events.Outbox) (table.Table, *embedded.Log) {
+	t.Helper()
+	tableDir, opts := "", embedded.Options{InMemory: true, Partitions: 4}
+	if dir != "" {
+		tableDir, opts = filepath.Join(dir, "table"), embedded.Options{Dir: filepath.Join(dir, "log"), Partitions: 4}
+	}
+	tab := openTable(t, tableDir)
+	if layout != "separate" {
+		opts = embedded.Options{Engine: tab.(*pebble.DB).Engine(), Partitions: 4}
+	}
+	l, err := embedded.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ob.Table, ob.Log = tab, l
+	if layout == "direct" {
+		direct(tab, l, ob)
+	}
+	return tab, l
+}
+
+var pipelineLayouts = []string{"separate", "shared", "direct"}
+
 func TestOutboxEventsCommitWithTheirChange(t *testing.T) {
+	for _, layout := range pipelineLayouts {
+		t.Run(layout, func(t *testing.T) { testOutboxEventsCommitWithTheirChange(t, layout) })
+	}
+}
+
+func testOutboxEventsCommitWithTheirChange(t *testing.T, layout string) {
 	ctx := context.Background()
-	tab, l := openTable(t, ""), newLog(t)
-	ob := &events.Outbox{Table: tab, Log: l, Shards: 4}
+	ob := &events.Outbox{Shards: 4}
+	tab, l := openPipeline(t, "", layout, ob)
 	eventstest.RunPipeline(t, ob, l, nil)
 
 	write := func(id string, conds ...table.Cond) error {
@@ -143,17 +183,8 @@ func TestOutboxCrashChild(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	tab := openTable(t, filepath.Join(dir, "table"))
-	opts := embedded.Options{Dir: filepath.Join(dir, "log"), Partitions: 4}
-	if os.Getenv("ROOKERY_OUTBOX_CRASH_LAYOUT") == "shared" {
-		opts = embedded.Options{Engine: tab.(*pebble.DB).Engine(), Partitions: 4}
-	}
-	l, err := embedded.Open(opts)
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	ob := &events.Outbox{Table: tab, Log: l, Shards: 4, Poll: 10 * time.Millisecond}
+	ob := &events.Outbox{Shards: 4, Poll: 10 * time.Millisecond}
+	tab, l := openPipeline(t, dir, os.Getenv("ROOKERY_OUTBOX_CRASH_LAYOUT"), ob)
 	go ob.Run(ctx)
 	go (&events.Runner{Log: l}).Run(ctx, events.Consumer{Group: "seen", Handle: func(ctx context.Context, ev rookery.Event) error {
 		return tab.Put(ctx, table.Item{table.PK: "SEEN", table.SK: ev.ID})
@@ -190,10 +221,9 @@ func TestOutboxCrashChild(t *testing.T) {
 	crashtest.Acks(acks)
 }
 
-// It runs with the log in its own engine and with the log in the table's engine (one write-ahead
-// log for both, as `rookery serve` runs it).
+// It runs in every layout of openPipeline.
 func TestOutboxSurvivesSIGKILL(t *testing.T) {
-	for _, layout := range []string{"separate", "shared"} {
+	for _, layout := range pipelineLayouts {
 		t.Run(layout, func(t *testing.T) { testOutboxSurvivesSIGKILL(t, layout) })
 	}
 }

@@ -131,7 +131,14 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evlog, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 2})
+	// On Pebble, as `rookery serve` runs it: the log in the store's engine, the store appending the
+	// outbox's events in their transactions.
+	db, onPebble := store.Table.(*pebble.DB)
+	logOpts := embedded.Options{InMemory: true, Partitions: 2}
+	if onPebble {
+		logOpts = embedded.Options{Engine: db.Engine(), Partitions: 2}
+	}
+	evlog, err := embedded.Open(logOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +149,10 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	observed := table.Observed(store, m.ObserveStore)
 	tl, lose := openTimelines(t, cfg, store)
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
+	if onPebble {
+		db.SetStager(evlog)
+		outbox.Direct = true
+	}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
 		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement})

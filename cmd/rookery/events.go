@@ -18,6 +18,7 @@ import (
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 )
 
@@ -58,6 +59,27 @@ func (e *eventsConfig) open(ctx context.Context, dataDir string, store *pebble.D
 		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions})
 	}
 	return nil, fmt.Errorf("--events must be embedded or nats, not %q", e.backend)
+}
+
+// onStore returns the event log if it is the embedded log in store's engine, else nil. Then the
+// store appends the outbox's events to it in the transactions that write them (newOutbox), and
+// timelines in that engine are written unsynced (timelinesConfig.open).
+func onStore(evlog events.Log, store *pebble.DB) *embedded.Log {
+	if l, ok := evlog.(*embedded.Log); ok && store != nil && l.SharesEngine(store.Engine()) {
+		return l
+	}
+	return nil
+}
+
+// newOutbox returns the outbox of store and evlog: a direct one (no relay between them) when the
+// log is on the store's engine.
+func newOutbox(store table.Table, embeddedStore *pebble.DB, evlog events.Log, log *slog.Logger) *events.Outbox {
+	ob := &events.Outbox{Table: store, Log: evlog, Logger: log}
+	if l := onStore(evlog, embeddedStore); l != nil {
+		embeddedStore.SetStager(l)
+		ob.Direct = true
+	}
+	return ob
 }
 
 // runPipeline runs the outbox relay and every consumer until ctx ends, reporting outcomes and

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
-	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
 )
@@ -120,7 +119,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 	newID := func() string { return ulid.Make().String() }
-	outbox := &events.Outbox{Table: store, Log: evlog, Logger: log}
+	outbox := newOutbox(store, embeddedStore, evlog, log)
 
 	deps := httpapi.Deps{
 		Verifier: verifier,

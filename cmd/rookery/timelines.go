@@ -13,7 +13,6 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/events"
-	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
@@ -51,8 +50,7 @@ func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog event
 	switch c.backend {
 	case "store":
 		if engine != nil {
-			embeddedLog, ok := evlog.(*embedded.Log)
-			unsynced := ok && embeddedLog.SharesEngine(engine.Engine())
+			unsynced := onStore(evlog, engine) != nil
 			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced})
 			return s, nil, s.Close, nil
 		}

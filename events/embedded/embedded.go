@@ -4,8 +4,9 @@
 // Layout (all keys start with a one-byte space):
 //
 //	'm' "partitions"                     -> be16 partition count (fixed at creation)
-//	'e' be16(partition) be64(offset)     -> stored event (JSON: the event and when it was appended)
-//	'd' event id                         -> be16(partition) be64(offset)   (de-duplication)
+//	'e' be16(partition) be64(offset)     -> stored event (stored.go: the event and when it was appended)
+//	'd' event id                         -> be16(partition) be64(offset)   (de-duplication; appended
+//	                                        events only, not staged ones)
 //	'o' group 0x00 be16(partition)       -> be64 next offset the group has not acked
 //	'q' group 0x00 event id              -> dead letter (JSON)
 //	'r' group 0x00 be64(time) event id   -> replayed event, delivered to that group only
@@ -157,11 +158,6 @@ func (t *tail) read(from uint64, n int) ([]rookery.Event, bool) {
 	}
 	i := int(from - t.base)
 	return slices.Clip(t.evs[i:min(len(t.evs), i+n)]), true
-}
-
-type stored struct {
-	Event      rookery.Event `json:"e"`
-	AppendedAt int64         `json:"t"` // Unix nanoseconds
 }
 
 // Open opens (creating if needed) the log that opts describe.
@@ -351,6 +347,7 @@ func checkGroup(op rookery.Op, group string) error {
 // reservation order, so that a reader never sees an offset whose event is not committed, and then
 // waits for the sync (which concurrent appends and, on a shared engine, the store's writes share).
 // Consumers may see the events before the sync; the package comment says why that is safe.
+// Staged events (stage.go) take the same way, in the store's transactions.
 func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	const op rookery.Op = "embedded.Append"
 	for _, ev := range evs {
@@ -363,7 +360,7 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	}
 	b := l.db.NewBatch()
 	defer b.Close()
-	now := l.clock.Now().UnixNano()
+	header := appendStoredHeader(nil, l.clock.Now().UnixNano(), true)
 
 	l.appendMu.Lock()
 	if l.broken != nil {
@@ -373,11 +370,10 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	var ids []string
 	var added []appended
 	for _, ev := range evs {
-		dkey := append([]byte{'d'}, ev.ID...)
 		if l.inflight[ev.ID] {
 			continue
 		}
-		if _, closer, err := l.db.Get(dkey); err == nil {
+		if _, closer, err := l.db.Get(dedupKey(ev.ID)); err == nil {
 			closer.Close()
 			continue // appended before
 		} else if err != cpebble.ErrNotFound {
@@ -385,18 +381,13 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 			l.release(ids)
 			return rookery.E(op, rookery.Internal, err)
 		}
-		val, err := json.Marshal(stored{Event: ev, AppendedAt: now})
+		val, err := events.AppendEvent(bytes.Clone(header), ev)
 		if err != nil {
 			l.appendMu.Unlock()
 			l.release(ids)
 			return rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
 		}
-		p := l.partition(ev.Key)
-		ek := eventKey(p, l.reserved[p])
-		l.reserved[p]++
-		b.Set(ek, val, nil)
-		b.Set(dkey, ek[1:], nil)
-		added = append(added, appended{p: p, off: l.reserved[p] - 1, val: val})
+		added = append(added, appended{p: l.partition(ev.Key), id: ev.ID, val: val, dedup: true})
 		l.inflight[ev.ID] = true
 		ids = append(ids, ev.ID)
 	}
@@ -404,41 +395,12 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		l.appendMu.Unlock()
 		return nil
 	}
-	upTo := append([]uint64(nil), l.reserved...)
-	prev, done := l.lastPublished, make(chan struct{})
-	l.lastPublished = done
+	pub, err := l.reserveLocked(b, added)
 	l.appendMu.Unlock()
-	// The tails hold the events as a read from the engine returns them.
-	for i := range added {
-		var st stored
-		if json.Unmarshal(added[i].val, &st) == nil {
-			added[i].ev, added[i].ok = st.Event, true
-		}
-	}
-
-	err := b.Commit(cpebble.NoSync)
-	<-prev // publish in reservation order
-	l.mu.Lock()
 	if err == nil {
-		for p, n := range upTo {
-			l.next[p] = max(l.next[p], n)
-		}
-		for _, a := range added {
-			if a.ok { // else the next push starts the tail again past it, and reads go to the engine
-				l.tails[a.p].push(a.off, a.ev)
-			}
-		}
-		l.broadcastLocked()
+		err = b.Commit(cpebble.NoSync)
+		l.publish(pub, err)
 	}
-	l.mu.Unlock()
-	if err != nil {
-		// The reserved offsets are now a hole that readers must never reach: refuse further
-		// appends (a failed synced commit means the disk is failing).
-		l.appendMu.Lock()
-		l.broken = err
-		l.appendMu.Unlock()
-	}
-	close(done)
 	if err == nil {
 		// Syncing the write-ahead log makes this batch durable, and everything committed before it.
 		err = l.db.LogData(nil, cpebble.Sync)
@@ -455,14 +417,83 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	return nil
 }
 
-// appended is an event of an Append: its partition, offset and stored value, and its event as a
-// read would decode it (ok false if it did not decode).
+func dedupKey(id string) []byte { return append([]byte{'d'}, id...) }
+
+// appended is an event being appended: its partition, id, stored value and whether it gets a
+// de-duplication key; its event as a read would decode it (ok false if not decoded yet or if it
+// does not decode); then its offset.
 type appended struct {
-	p   int
-	off uint64
-	val []byte
-	ev  rookery.Event
-	ok  bool
+	p     int
+	id    string
+	val   []byte
+	dedup bool
+	ev    rookery.Event
+	ok    bool
+	off   uint64
+}
+
+// publication is an append between reserving its offsets and publishing them.
+type publication struct {
+	added      []appended
+	upTo       []uint64 // every partition's reserved offsets, as of this append
+	prev, done chan struct{}
+}
+
+// reserveLocked (appendMu held) gives each of added the next offset of its partition and adds it
+// to b (with its de-duplication key if it has one); the caller commits b and then
+// calls publish, whatever the outcome.
+func (l *Log) reserveLocked(b *cpebble.Batch, added []appended) (*publication, error) {
+	for i := range added {
+		a := &added[i]
+		a.off = l.reserved[a.p]
+		l.reserved[a.p]++
+		ek := eventKey(a.p, a.off)
+		if err := b.Set(ek, a.val, nil); err != nil {
+			l.broken = err // a hole at the offsets reserved: see publish
+			return nil, err
+		}
+		if !a.ok { // the tails hold the events as a read from the engine returns them
+			if st, err := decodeStored(a.val); err == nil {
+				a.ev, a.ok = st.Event, true
+			}
+		}
+		if a.dedup {
+			if err := b.Set(dedupKey(a.id), ek[1:], nil); err != nil {
+				l.broken = err
+				return nil, err
+			}
+		}
+	}
+	pub := &publication{added: added, upTo: slices.Clone(l.reserved), prev: l.lastPublished, done: make(chan struct{})}
+	l.lastPublished = pub.done
+	return pub, nil
+}
+
+// publish makes a committed append's events visible to readers, after every append reserved
+// before it; err is the commit's outcome. A failed commit leaves its reserved offsets a hole that
+// readers must never reach, so the log refuses further appends (a failed synced commit means the
+// disk is failing).
+func (l *Log) publish(pub *publication, err error) {
+	<-pub.prev
+	l.mu.Lock()
+	if err == nil {
+		for p, n := range pub.upTo {
+			l.next[p] = max(l.next[p], n)
+		}
+		for _, a := range pub.added {
+			if a.ok { // else the next push starts the tail again past it, and reads go to the engine
+				l.tails[a.p].push(a.off, a.ev)
+			}
+		}
+		l.broadcastLocked()
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.appendMu.Lock()
+		l.broken = err
+		l.appendMu.Unlock()
+	}
+	close(pub.done)
 }
 
 // release forgets that ids are being appended.
@@ -662,8 +693,8 @@ func (l *Log) readLocked(p int, from uint64, n int) ([]rookery.Event, error) {
 	defer iter.Close()
 	var evs []rookery.Event
 	for ok := iter.First(); ok && len(evs) < n; ok = iter.Next() {
-		var st stored
-		if err := json.Unmarshal(iter.Value(), &st); err != nil {
+		st, err := decodeStored(iter.Value())
+		if err != nil {
 			return nil, err
 		}
 		evs = append(evs, st.Event)
@@ -919,8 +950,7 @@ func (l *Log) Lag(ctx context.Context, name string) (int64, time.Time, error) {
 		if err != nil {
 			return 0, time.Time{}, rookery.E(op, rookery.Internal, err)
 		}
-		var st stored
-		err = json.Unmarshal(v, &st)
+		st, err := decodeStored(v)
 		closer.Close()
 		if err != nil {
 			return 0, time.Time{}, rookery.E(op, rookery.Internal, err)

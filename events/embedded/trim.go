@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -75,15 +74,19 @@ func (l *Log) trimRound() (int, error) {
 			return 0, err
 		}
 		for ok := iter.First(); ok && len(ids[p]) < trimScan; ok = iter.Next() {
-			var st stored
-			if err := json.Unmarshal(iter.Value(), &st); err != nil {
+			st, err := decodeStored(iter.Value())
+			if err != nil {
 				iter.Close()
 				return 0, err
 			}
 			if st.AppendedAt > old {
 				break
 			}
-			ids[p] = append(ids[p], st.Event.ID)
+			id := st.Event.ID
+			if !st.Dedup {
+				id = "" // staged: no de-duplication key
+			}
+			ids[p] = append(ids[p], id)
 			upTo[p] = binary.BigEndian.Uint64(iter.Key()[3:]) + 1
 		}
 		if err := iter.Close(); err != nil {
@@ -130,7 +133,10 @@ func (l *Log) trimRound() (int, error) {
 			return 0, err
 		}
 		for _, id := range ids[p][:cut[p]-from[p]] {
-			if err := b.Delete(append([]byte{'d'}, id...), nil); err != nil {
+			if id == "" {
+				continue
+			}
+			if err := b.Delete(dedupKey(id), nil); err != nil {
 				return 0, err
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -56,6 +57,7 @@ type DB struct {
 	cursors *table.Cursors
 	log     *slog.Logger
 	locks   *keylock.Set[table.Key]
+	stager  atomic.Pointer[Stager]
 
 	// life guards use after Close: operations hold it for reading, Close for writing.
 	life   sync.RWMutex
@@ -115,6 +117,29 @@ func tune(po *cpebble.Options) {
 // (the embedded event log: its keys never start with the store's space bytes). Writes to it share
 // the store's write-ahead log and its syncs. It stays open until Close: close its users first.
 func (d *DB) Engine() *cpebble.DB { return d.db }
+
+// A Stager keeps keys of its own in the store's engine and takes over some writes of the store's
+// transactions, storing them in the transaction's own batch: the embedded event log on the store's
+// engine takes the outbox's events (events/embedded), so that an event is in the log the moment
+// its change commits, with no relay between them.
+type Stager interface {
+	// Takes reports whether the stager stores w, a put without conditions; the store then keeps no
+	// key of it.
+	Takes(w table.Write) bool
+	// Stage adds the writes it takes to b. The store calls it under the transaction's key locks,
+	// once every condition holds, just before b commits, and then calls committed exactly once
+	// with the commit's outcome (nil: committed and synced). An error fails the transaction.
+	Stage(b *cpebble.Batch, ws []table.Write) (committed func(error), err error)
+}
+
+// SetStager makes s take over the writes it Takes in every transaction from now on (nil: none).
+func (d *DB) SetStager(s Stager) {
+	if s == nil {
+		d.stager.Store(nil)
+		return
+	}
+	d.stager.Store(&s)
+}
 
 // Close stops the sweeper and closes the database. Acknowledged writes are already durable.
 func (d *DB) Close() error {
@@ -292,17 +317,40 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 	}
 	defer d.life.RUnlock()
 
+	// The stager's writes are no items of the store's: they take no lock and no condition.
+	var stager Stager
+	var taken []bool
+	var staged []table.Write
+	if s := d.stager.Load(); s != nil {
+		stager, taken = *s, make([]bool, len(writes))
+		for i, w := range writes {
+			if w.Kind == table.WritePut && len(w.Conds) == 0 && stager.Takes(w) {
+				taken[i] = true
+				staged = append(staged, w)
+			}
+		}
+	}
 	keys := make([]table.Key, len(writes))
+	locked := make([]table.Key, 0, len(writes))
 	for i, w := range writes {
 		keys[i] = writeKey(w)
+		if len(staged) == 0 || !taken[i] {
+			locked = append(locked, keys[i])
+		}
 	}
-	unlock := d.locks.Lock(keys...)
+	unlock := d.locks.Lock(locked...)
 	defer unlock()
 
 	b := d.db.NewBatch()
 	defer b.Close()
 	now := d.now()
 	for i, w := range writes {
+		if len(staged) > 0 && taken[i] {
+			if written != nil {
+				written(i, w.Item)
+			}
+			continue
+		}
 		if w.Immutable {
 			// Its index entries and TTL entry, if it is stored already, are the ones w.Item has:
 			// a put writes them again, a delete deletes them.
@@ -355,10 +403,21 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 			written(i, next)
 		}
 	}
+	var committed func(error)
+	if len(staged) > 0 {
+		// The last step before the commit: whatever Stage reserves, committed settles.
+		if committed, err = stager.Stage(b, staged); err != nil {
+			return rookery.E(op, err)
+		}
+	}
 	if b.Empty() {
 		return nil
 	}
-	if err := b.Commit(cpebble.Sync); err != nil {
+	err = b.Commit(cpebble.Sync)
+	if committed != nil {
+		committed(err)
+	}
+	if err != nil {
 		return rookery.E(op, rookery.Internal, "commit failed", err)
 	}
 	return nil
