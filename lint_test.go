@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"internal/pebblekit":      {""},
 	"internal/crashtest":      {},
 	"internal/keylock":        {},
+	"internal/cputime":        {},
 	"table":                   {""},
 	"table/tabletest":         {"", "table"},
 	"table/pebble":            {"", "table", "internal/pebblekit", "internal/keylock"},

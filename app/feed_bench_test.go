@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/internal/cputime"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
@@ -151,13 +151,6 @@ func settle(b *testing.B, tab table.Table) {
 	}
 }
 
-// cpuTime is the CPU time the process has used (every thread: compactions too).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func postEvent(n int64, at time.Time) rookery.Event { return postEventBy(n, "author0", at) }
 
 // postEventBy is the PostCreated event of post n by author.
@@ -186,7 +179,7 @@ func BenchmarkFanout(b *testing.B) {
 			start := time.Now().Add(-time.Hour)
 			b.SetParallelism(4) // 8 workers on 2 cores
 			settle(b, w.tab)
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -199,7 +192,7 @@ func BenchmarkFanout(b *testing.B) {
 			})
 			settle(b, w.tab)
 			b.ReportMetric(float64(b.N)*followers/b.Elapsed().Seconds(), "entries/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*followers), "cpu-µs/entry")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N*followers), "cpu-µs/entry")
 		})
 	}
 }
