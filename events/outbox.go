@@ -38,8 +38,8 @@ type Outbox struct {
 	Logger *slog.Logger
 	// Direct says that the table appends the outbox's events to the log itself, in the
 	// transactions that write them (table/pebble with the embedded log on its engine as its
-	// Stager; see events/embedded's stage.go). Write then only makes the write, and Run relays
-	// what is left in the outbox from before.
+	// Stager; see events/embedded's stage.go). Write then only makes the write; call Flush
+	// before the first write, so that what an earlier run left in the outbox goes first.
 	Direct bool
 
 	once    sync.Once
@@ -191,6 +191,26 @@ func (o *Outbox) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	return nil
+}
+
+// Flush relays everything in the outbox now and returns once it is empty (or ctx ends, or a
+// round fails). A Direct outbox's owner calls it before the first write: events an earlier version
+// (or a run without Direct) left in the outbox then reach the log ahead of newer events of their
+// key, which Direct writes put straight into the log.
+func (o *Outbox) Flush(ctx context.Context) error {
+	o.init()
+	for s := range o.Shards {
+		for {
+			_, full, err := o.relayOnce(ctx, s, table.SKCond{})
+			if err != nil {
+				return err
+			}
+			if !full {
+				break
+			}
+		}
+	}
 	return nil
 }
 

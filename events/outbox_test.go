@@ -280,3 +280,51 @@ func testOutboxSurvivesSIGKILL(t *testing.T, layout string) {
 	}
 	t.Logf("%d rounds killed at random, %d acknowledged changes, all %d events consumed (%d seen, including unacknowledged commits)", rounds, len(acked), len(acked), len(seen))
 }
+
+// TestFlushBeforeDirect: events left in the outbox by a run without Direct (an earlier version)
+// reach the log ahead of the events Direct writes put there, when Flush runs first, as `rookery
+// serve` does.
+func TestFlushBeforeDirect(t *testing.T) {
+	ctx := context.Background()
+	ob := &events.Outbox{Shards: 4}
+	tab, l := openPipeline(t, "", "shared", ob) // no relay runs: the outbox keeps what is written
+	write := func(id string) {
+		w, err := ob.Write(eventstest.Event(id, "post-1", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.TransactWrite(ctx, []table.Write{w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("e1")
+	write("e2")
+	if n, _ := ob.Pending(ctx, 10); n != 2 {
+		t.Fatalf("%d events in the outbox; want 2", n)
+	}
+	if err := ob.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	direct(tab, l, ob)
+	write("e3")
+	if n, _ := ob.Pending(ctx, 10); n != 0 {
+		t.Fatalf("%d events left in the outbox", n)
+	}
+	s, err := l.Subscribe(ctx, "g", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, want := range []string{"e1", "e2", "e3"} {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d, err := s.Next(c)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Event().ID != want {
+			t.Fatalf("got %s; want %s", d.Event().ID, want)
+		}
+		d.Ack(ctx)
+	}
+}

@@ -72,14 +72,17 @@ func onStore(evlog events.Log, store *pebble.DB) *embedded.Log {
 }
 
 // newOutbox returns the outbox of store and evlog: a direct one (no relay between them) when the
-// log is on the store's engine.
-func newOutbox(store table.Table, embeddedStore *pebble.DB, evlog events.Log, log *slog.Logger) *events.Outbox {
+// log is on the store's engine, after moving what an earlier run left in the outbox to the log.
+func newOutbox(ctx context.Context, store table.Table, embeddedStore *pebble.DB, evlog events.Log, log *slog.Logger) (*events.Outbox, error) {
 	ob := &events.Outbox{Table: store, Log: evlog, Logger: log}
 	if l := onStore(evlog, embeddedStore); l != nil {
+		if err := ob.Flush(ctx); err != nil {
+			return nil, fmt.Errorf("moving the outbox's events to the event log: %w", err)
+		}
 		embeddedStore.SetStager(l)
 		ob.Direct = true
 	}
-	return ob
+	return ob, nil
 }
 
 // runPipeline runs the outbox relay and every consumer until ctx ends, reporting outcomes and

@@ -119,7 +119,10 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 	newID := func() string { return ulid.Make().String() }
-	outbox := newOutbox(store, embeddedStore, evlog, log)
+	outbox, err := newOutbox(ctx, store, embeddedStore, evlog, log)
+	if err != nil {
+		return err
+	}
 
 	deps := httpapi.Deps{
 		Verifier: verifier,
