@@ -125,7 +125,10 @@ func (o *Outbox) init() {
 
 func (o *Outbox) shard(key string) int { return Partition(key, o.Shards) }
 
-func outboxPK(shard int) string { return fmt.Sprintf("OUTBOX#%03d", shard) }
+// outboxPrefix begins the partition key of every outbox item.
+const outboxPrefix = "OUTBOX#"
+
+func outboxPK(shard int) string { return fmt.Sprintf("%s%03d", outboxPrefix, shard) }
 
 // Write returns the table write that stores ev in the outbox; put it in the same TransactWrite as
 // the change that causes ev. An event without id, type or key is Invalid.
@@ -152,7 +155,7 @@ func OutboxEvent(w table.Write) ([]byte, bool) {
 	if w.Kind != table.WritePut || !w.Immutable {
 		return nil, false
 	}
-	if pk, _ := w.Item[table.PK].(string); !strings.HasPrefix(pk, "OUTBOX#") {
+	if pk, _ := w.Item[table.PK].(string); !strings.HasPrefix(pk, outboxPrefix) {
 		return nil, false
 	}
 	b, ok := w.Item["event"].([]byte)
@@ -201,14 +204,15 @@ func (o *Outbox) Run(ctx context.Context) error {
 func (o *Outbox) Flush(ctx context.Context) error {
 	o.init()
 	for s := range o.Shards {
-		for {
-			_, full, err := o.relayOnce(ctx, s, table.SKCond{})
+		for from := (table.SKCond{}); ; {
+			last, full, err := o.relayOnce(ctx, s, from)
 			if err != nil {
 				return err
 			}
 			if !full {
 				break
 			}
+			from = table.SKCond{Op: table.SKGt, Value: last} // past an item left in place, too
 		}
 	}
 	return nil
@@ -269,7 +273,8 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (l
 	for _, it := range page.Items {
 		ev, err := DecodeEvent(it.Bytes("event"))
 		if err != nil {
-			// Write only stores valid JSON, so this is corruption: keep it, say so, relay the rest.
+			// Write only stores events that decode, so this is corruption: keep it, say so, relay
+			// the rest.
 			o.Logger.Error("outbox item is not a valid event; left in place", "shard", shard, "id", it.String(table.SK), "err", err)
 			continue
 		}

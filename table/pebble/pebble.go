@@ -403,15 +403,15 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 			written(i, next)
 		}
 	}
+	if b.Empty() && len(staged) == 0 {
+		return nil
+	}
 	var committed func(error)
 	if len(staged) > 0 {
 		// The last step before the commit: whatever Stage reserves, committed settles.
 		if committed, err = stager.Stage(b, staged); err != nil {
 			return rookery.E(op, err)
 		}
-	}
-	if b.Empty() {
-		return nil
 	}
 	err = b.Commit(cpebble.Sync)
 	if committed != nil {
