@@ -19,9 +19,10 @@ import (
 // offset stays.
 //
 // Trimming first moves each partition's first offset up under Log.mu, so that no group created
-// from then on reads below it, then deletes: the events by a range deletion, their
-// de-duplication keys one by one (an event appended again after its trim, by a relay that crashed
-// long before, is appended anew: delivered again, which at-least-once allows).
+// from then on reads below it, then deletes: the events by a range deletion, the de-duplication
+// keys of those that have one (appended events, not staged ones) one by one (an event appended
+// again after its trim, by a relay that crashed long before, is appended anew: delivered again,
+// which at-least-once allows).
 
 func (l *Log) trimLoop(every time.Duration, log *slog.Logger) {
 	l.every(every, func() {
