@@ -140,7 +140,7 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 	}
 	b, err := AppendEvent(nil, ev)
 	if err != nil {
-		return table.Write{}, rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
+		return table.Write{}, rookery.E(op, err) // Invalid: the payload is not JSON
 	}
 	shard := o.shard(ev.Key)
 	if !o.Direct {

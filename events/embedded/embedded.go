@@ -385,7 +385,7 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		if err != nil {
 			l.appendMu.Unlock()
 			l.release(ids)
-			return rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
+			return rookery.E(op, err) // Invalid: the payload is not JSON
 		}
 		added = append(added, appended{p: l.partition(ev.Key), id: ev.ID, val: val, dedup: true})
 		l.inflight[ev.ID] = true
