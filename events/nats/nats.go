@@ -3,15 +3,18 @@
 // Layout, for a deployment prefix P:
 //
 //	stream P_EVENTS, subjects P.events.<partition> (events by key hash) and P.replay.<group>
-//	  (dead letters replayed to one group); file storage; Nats-Msg-Id de-duplication (window 10 min)
-//	durable pull consumer <group>_p<partition> per group and partition, filtered to its subject,
-//	  explicit ack, MaxAckPending 1 (so one key's events are handled one at a time, in order, however
-//	  many subscribers share the group), redelivery after AckWait, NakWithDelay for retries
-//	durable pull consumer <group>_replay per group, filtered to P.replay.<group>
+//	  (dead letters replayed to one group); file storage; Nats-Msg-Id de-duplication (window 10 min);
+//	  events in the binary form of events.AppendEvent
+//	KV bucket P_GROUPS: per group, each partition's owner and acked position, and the members'
+//	  heartbeats (group.go)
 //	KV bucket P_DLQ (a stream underneath): key <group>.<hex(event id)> -> dead letter (JSON)
 //
-// Delivery attempts come from JetStream's own count (NumDelivered). The dead-letter decision is the
-// runner's (MaxDeliver is unlimited), so both backends dead-letter by the same rule.
+// A consumer group is a set of members, one per Log (one per process) that subscribes to it. The
+// members divide the group's partitions among themselves with leases in P_GROUPS; the owner of a
+// partition reads it with an ordered consumer and keeps the group's position there, so the server
+// tracks no acks and per-key order needs no round trip per event. Retries, the ack wait and
+// delivery attempts are the owner's; the dead-letter decision is the runner's, so both backends
+// dead-letter by the same rule.
 package nats
 
 import (
@@ -20,10 +23,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +46,11 @@ type Options struct {
 	Partitions int
 	// Replicas of the streams (1 on a single server; 3 on a cluster).
 	Replicas int
+	// LeaseTTL is how long a partition stays with a member of a consumer group that stopped
+	// renewing its lease (a crashed process); 0 means 5 s.
+	LeaseTTL time.Duration
+	// Logger receives the consumer groups' warnings; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Log is events.Log on JetStream.
@@ -50,11 +59,17 @@ type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	dlq    jetstream.KeyValue
+	groups jetstream.KeyValue
 	prefix string
 	parts  int
+	log    *slog.Logger
 
-	mu        sync.Mutex
-	consumers map[string]jetstream.Consumer // by durable name
+	leaseTTL time.Duration
+
+	mu      sync.Mutex
+	members map[string]*member // by group
+	closed  bool
+	running sync.WaitGroup // members' run goroutines
 }
 
 var _ events.Log = (*Log)(nil)
@@ -70,6 +85,12 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if o.Prefix == "" || strings.ContainsAny(o.Prefix, ".*> ") {
 		return nil, rookery.E(op, rookery.Invalid, "a prefix of letters, digits and _ is required")
 	}
@@ -82,9 +103,9 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		nc.Close()
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
-	l := &Log{nc: nc, js: js, prefix: o.Prefix, parts: o.Partitions, consumers: map[string]jetstream.Consumer{}}
+	l := &Log{nc: nc, js: js, prefix: o.Prefix, parts: o.Partitions, log: o.Logger, leaseTTL: o.LeaseTTL, members: map[string]*member{}}
 	l.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       o.Prefix + "_EVENTS",
+		Name:       l.streamName(),
 		Subjects:   []string{o.Prefix + ".events.*", o.Prefix + ".replay.*"},
 		Storage:    jetstream.FileStorage,
 		Replicas:   o.Replicas,
@@ -95,6 +116,11 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 			Bucket: o.Prefix + "_DLQ", Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
 	}
+	if err == nil {
+		l.groups, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: o.Prefix + "_GROUPS", Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+	}
 	if err != nil {
 		nc.Close()
 		return nil, translate(op, err)
@@ -102,11 +128,14 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	return l, nil
 }
 
-// Destroy deletes the streams of prefix (tests clean up with it).
+// Destroy deletes the streams of prefix (tests clean up with it), after the members of consumer
+// groups on l have left.
 func (l *Log) Destroy(ctx context.Context) error {
-	err1 := l.js.DeleteStream(ctx, l.prefix+"_EVENTS")
+	l.stopMembers()
+	err1 := l.js.DeleteStream(ctx, l.streamName())
 	err2 := l.js.DeleteKeyValue(ctx, l.prefix+"_DLQ")
-	return errors.Join(err1, err2)
+	err3 := l.js.DeleteKeyValue(ctx, l.prefix+"_GROUPS")
+	return errors.Join(err1, err2, err3)
 }
 
 func translate(op rookery.Op, err error) error {
@@ -123,6 +152,7 @@ func translate(op rookery.Op, err error) error {
 	return rookery.E(op, rookery.Internal, err)
 }
 
+func (l *Log) streamName() string            { return l.prefix + "_EVENTS" }
 func (l *Log) eventSubject(p int) string     { return fmt.Sprintf("%s.events.%d", l.prefix, p) }
 func (l *Log) replaySubject(g string) string { return l.prefix + ".replay." + g }
 func dlqKey(group, id string) string         { return group + "." + hex.EncodeToString([]byte(id)) }
@@ -144,9 +174,9 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 		}
 	}
 	for _, ev := range evs {
-		data, err := json.Marshal(ev)
+		data, err := events.AppendEvent(nil, ev)
 		if err != nil {
-			return rookery.E(op, rookery.Invalid, "event payload is not JSON", err)
+			return rookery.E(op, err)
 		}
 		f, err := l.js.PublishMsgAsync(&nats.Msg{Subject: l.eventSubject(events.Partition(ev.Key, l.parts)), Data: data}, jetstream.WithMsgID(ev.ID))
 		if err != nil {
@@ -166,54 +196,8 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 	return nil
 }
 
-// consumer returns the durable consumer name on subject, creating or updating it.
-func (l *Log) consumer(ctx context.Context, name, subject string, ackWait time.Duration) (jetstream.Consumer, error) {
-	l.mu.Lock()
-	c, ok := l.consumers[name]
-	l.mu.Unlock()
-	if ok && ackWait == 0 {
-		return c, nil
-	}
-	if ackWait == 0 {
-		ackWait = events.DefaultAckWait
-	}
-	c, err := l.js.CreateOrUpdateConsumer(ctx, l.prefix+"_EVENTS", jetstream.ConsumerConfig{
-		Durable:       name,
-		FilterSubject: subject,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       ackWait,
-		MaxAckPending: 1,
-		MaxDeliver:    -1,
-	})
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	l.consumers[name] = c
-	l.mu.Unlock()
-	return c, nil
-}
-
-// groupConsumers returns the group's partition consumers and, last, its replay consumer.
-func (l *Log) groupConsumers(ctx context.Context, group string, ackWait time.Duration) ([]jetstream.Consumer, error) {
-	var cs []jetstream.Consumer
-	for p := range l.parts {
-		c, err := l.consumer(ctx, fmt.Sprintf("%s_p%d", group, p), l.eventSubject(p), ackWait)
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, c)
-	}
-	c, err := l.consumer(ctx, group+"_replay", l.replaySubject(group), ackWait)
-	if err != nil {
-		return nil, err
-	}
-	return append(cs, c), nil
-}
-
-// Subscribe implements events.Log. A subscription pulls from each of the group's consumers in a
-// goroutine of its own; Next takes whichever message arrives first.
+// Subscribe implements events.Log. The subscriptions of a group on one Log share one member of the
+// group (group.go), which owns some of the group's partitions and hands out their events.
 func (l *Log) Subscribe(ctx context.Context, group string, opts events.SubscribeOptions) (events.Subscription, error) {
 	const op rookery.Op = "nats.Subscribe"
 	if err := checkGroup(op, group); err != nil {
@@ -222,174 +206,39 @@ func (l *Log) Subscribe(ctx context.Context, group string, opts events.Subscribe
 	if opts.AckWait <= 0 {
 		opts.AckWait = events.DefaultAckWait
 	}
-	cs, err := l.groupConsumers(ctx, group, opts.AckWait)
-	if err != nil {
-		return nil, translate(op, err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, rookery.E(op, rookery.Unavailable, "the log is closed")
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	s := &subscription{ackWait: opts.AckWait, msgs: make(chan pulled), cancel: cancel, held: map[*delivery]bool{}, demand: make(chan struct{})}
-	for _, c := range cs {
-		s.wg.Add(1)
-		go s.pull(sctx, c)
+	m := l.members[group]
+	if m == nil {
+		m = l.newMember(group)
+		l.members[group] = m
+		l.running.Add(1)
+		go func() { defer l.running.Done(); m.run() }()
 	}
-	return s, nil
+	m.mu.Lock()
+	m.refs++
+	m.mu.Unlock()
+	return &subscription{m: m, ackWait: opts.AckWait, held: map[*delivery]bool{}}, nil
 }
 
-type subscription struct {
-	ackWait time.Duration
-	msgs    chan pulled
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	// waiting counts Next calls waiting for a message; pullers fetch only while it is positive, so
-	// a subscription that is not asking holds no messages. demand is closed (and replaced) when a
-	// Next starts waiting.
-	waiting atomic.Int64
-	dmu     sync.Mutex
-	demand  chan struct{}
-
-	mu     sync.Mutex
-	held   map[*delivery]bool // taken by Next, not yet acked or naked
-	closed bool
-}
-
-// handoff is how long a pulled message waits for a Next to take it before it is handed back (nak)
-// for delivery elsewhere. Only a subscription that stopped asking meanwhile hits it.
-const handoff = time.Second
-
-func (s *subscription) pull(ctx context.Context, c jetstream.Consumer) {
-	defer s.wg.Done()
-	for ctx.Err() == nil {
-		if s.waiting.Load() == 0 {
-			s.dmu.Lock()
-			demand := s.demand
-			s.dmu.Unlock()
-			if s.waiting.Load() == 0 {
-				select {
-				case <-demand:
-				case <-ctx.Done():
-					return
-				}
-			}
-			continue
-		}
-		m, err := c.Next(jetstream.FetchMaxWait(250 * time.Millisecond))
-		fetched := time.Now() // the ack wait runs from about here, not from when a Next takes it
-		if err != nil {
-			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond) // the server is away; the client reconnects
-			}
-			continue
-		}
-		t := time.NewTimer(handoff)
-		select {
-		case s.msgs <- pulled{m, fetched}:
-		case <-t.C:
-			m.Nak()
-		case <-ctx.Done():
-			m.Nak() // not handed out: deliver it again at once
-		}
-		t.Stop()
+// leave ends a subscription's share in m; the last one stops m, which gives its partitions back.
+func (l *Log) leave(m *member) {
+	l.mu.Lock()
+	m.mu.Lock()
+	m.refs--
+	last := m.refs == 0
+	m.mu.Unlock()
+	if last && l.members[m.group] == m {
+		delete(l.members, m.group)
 	}
-}
-
-// pulled is a message and when it was fetched.
-type pulled struct {
-	m  jetstream.Msg
-	at time.Time
-}
-
-type delivery struct {
-	s       *subscription
-	m       jetstream.Msg
-	ev      rookery.Event
-	attempt int
-	at      time.Time
-}
-
-func (d *delivery) Event() rookery.Event { return d.ev }
-func (d *delivery) Attempt() int         { return d.attempt }
-
-// Next implements events.Subscription.
-func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
-	const op rookery.Op = "nats.Next"
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
-	s.dmu.Lock()
-	close(s.demand)
-	s.demand = make(chan struct{})
-	s.dmu.Unlock()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
-		case p := <-s.msgs:
-			m := p.m
-			var ev rookery.Event
-			if err := json.Unmarshal(m.Data(), &ev); err != nil {
-				m.Term() // never deliverable; JetStream drops it
-				continue
-			}
-			meta, err := m.Metadata()
-			if err != nil {
-				m.Nak()
-				continue
-			}
-			d := &delivery{s: s, m: m, ev: ev, attempt: int(meta.NumDelivered), at: p.at}
-			s.mu.Lock()
-			s.held[d] = true
-			s.mu.Unlock()
-			return d, nil
-		}
+	l.mu.Unlock()
+	if last {
+		m.cancel()
+		<-m.done
 	}
-}
-
-func (s *subscription) release(d *delivery) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ok := s.held[d]
-	delete(s.held, d)
-	return ok
-}
-
-// Ack implements events.Delivery; an ack after the ack wait is Conflict (JetStream has delivered
-// the event again by then). The wait is counted from the fetch, which the server's send precedes
-// by a network hop, so an ack in the last 5% of it is refused too: refusing only costs a
-// redelivery, while accepting a stale ack would take back an event that is being handled again.
-func (d *delivery) Ack(ctx context.Context) error {
-	const op rookery.Op = "nats.Ack"
-	if !d.s.release(d) || time.Since(d.at) >= d.s.ackWait-d.s.ackWait/20 {
-		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
-	}
-	return translate(op, d.m.DoubleAck(ctx))
-}
-
-// Nak implements events.Delivery.
-func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
-	const op rookery.Op = "nats.Nak"
-	if !d.s.release(d) {
-		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
-	}
-	return translate(op, d.m.NakWithDelay(delay))
-}
-
-// Close implements events.Subscription: held deliveries are naked, so they are delivered again
-// at once.
-func (s *subscription) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	held := s.held
-	s.held = map[*delivery]bool{}
-	s.mu.Unlock()
-	s.cancel()
-	for d := range held {
-		d.m.Nak()
-	}
-	s.wg.Wait()
-	return nil
 }
 
 // DeadLetter implements events.Log.
@@ -483,7 +332,10 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 	if err != nil {
 		return err
 	}
-	data, _ := json.Marshal(d.Event)
+	data, err := events.AppendEvent(nil, d.Event)
+	if err != nil {
+		return rookery.E(op, err)
+	}
 	// A message id of its own: a replay must not be taken for a duplicate of the original.
 	msgID := fmt.Sprintf("replay-%s-%s-%d", group, id, rev)
 	if _, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.replaySubject(group), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
@@ -501,37 +353,76 @@ func (l *Log) Drop(ctx context.Context, group, id string) error {
 	return translate(op, l.dlq.Purge(ctx, dlqKey(group, id)))
 }
 
-// Lag implements events.Log.
+// Lag implements events.Log. It reads the positions in the groups bucket, after this Log's own
+// member of the group (if any) has written its latest acks there.
 func (l *Log) Lag(ctx context.Context, group string) (int64, time.Time, error) {
 	const op rookery.Op = "nats.Lag"
 	if err := checkGroup(op, group); err != nil {
 		return 0, time.Time{}, err
 	}
-	cs, err := l.groupConsumers(ctx, group, 0)
-	if err != nil {
-		return 0, time.Time{}, translate(op, err)
+	l.mu.Lock()
+	m := l.members[group]
+	l.mu.Unlock()
+	if m != nil {
+		if err := m.flushNow(ctx); err != nil {
+			return 0, time.Time{}, translate(op, err)
+		}
 	}
 	var n int64
 	var oldest time.Time
-	for _, c := range cs {
-		info, err := c.Info(ctx)
+	subjects := map[string]string{group + ".p.replay": l.replaySubject(group)}
+	for p := range l.parts {
+		subjects[group+".p."+strconv.Itoa(p)] = l.eventSubject(p)
+	}
+	for key, subject := range subjects {
+		behind, first, err := l.behind(ctx, key, subject)
 		if err != nil {
 			return 0, time.Time{}, translate(op, err)
-		}
-		behind := int64(info.NumPending) + int64(info.NumAckPending)
-		if behind == 0 {
-			continue
 		}
 		n += behind
-		m, err := l.stream.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(info.Config.FilterSubject))
-		if err != nil {
-			return 0, time.Time{}, translate(op, err)
-		}
-		if oldest.IsZero() || m.Time.Before(oldest) {
-			oldest = m.Time
+		if behind > 0 && (oldest.IsZero() || first.Before(oldest)) {
+			oldest = first
 		}
 	}
 	return n, oldest, nil
+}
+
+// behind counts the events on subject after the position under key in the groups bucket, and
+// returns the time the first of them was appended.
+func (l *Log) behind(ctx context.Context, key, subject string) (int64, time.Time, error) {
+	var st partState
+	e, err := l.groups.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return 0, time.Time{}, err
+	default:
+		if err := json.Unmarshal(e.Value(), &st); err != nil {
+			return 0, time.Time{}, err
+		}
+	}
+	last, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && last.Sequence <= st.Seq {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	first, err := l.stream.GetMsg(ctx, st.Seq+1, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	// An ephemeral consumer from there counts the rest (NumPending) without reading it.
+	c, err := l.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject: subject, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: st.Seq + 1,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	info := c.CachedInfo()
+	l.stream.DeleteConsumer(ctx, info.Name)
+	return int64(info.NumPending), first.Time, nil
 }
 
 // Ping implements events.Log: the stream must answer.
@@ -540,8 +431,22 @@ func (l *Log) Ping(ctx context.Context) error {
 	return translate("nats.Ping", err)
 }
 
-// Close implements events.Log.
+// Close implements events.Log: every member gives its partitions back first.
 func (l *Log) Close() error {
+	l.stopMembers()
 	l.nc.Close()
 	return nil
+}
+
+// stopMembers ends every subscription on l and waits until their members have given their
+// partitions back.
+func (l *Log) stopMembers() {
+	l.mu.Lock()
+	l.closed = true
+	for _, m := range l.members {
+		m.cancel()
+	}
+	l.members = map[string]*member{}
+	l.mu.Unlock()
+	l.running.Wait()
 }
