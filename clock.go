@@ -6,7 +6,10 @@
 // engine only; only cmd imports backends (enforced by lint_test.go).
 package rookery
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time. Code below cmd takes a Clock instead of calling time.Now, so that tests
 // can control time (TTL expiry, streak days, token expiry).
@@ -22,3 +25,15 @@ func (f ClockFunc) Now() time.Time { return f() }
 
 // SystemClock is the wall clock. Only cmd and tests should name it.
 var SystemClock Clock = ClockFunc(time.Now)
+
+// Sleep waits for d or until ctx ends; it reports whether the whole d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -241,7 +241,7 @@ func (o *Outbox) relay(ctx context.Context, shard int) {
 			failures++
 			delay := DefaultBackoff(failures)
 			o.Logger.Warn("outbox relay failed; retrying", "shard", shard, "retry_in", delay, "err", err)
-			sleep(ctx, delay)
+			rookery.Sleep(ctx, delay)
 			continue
 		}
 		failures = 0

@@ -141,7 +141,7 @@ func (w *worker) loop(ctx context.Context, s Subscription) {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Error("receiving from the event log failed", "err", err)
-				sleep(ctx, time.Second)
+				rookery.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -231,20 +231,9 @@ func (w *worker) waitBreaker(ctx context.Context) bool {
 		if wait <= 0 {
 			return true
 		}
-		if !sleep(ctx, min(wait, 100*time.Millisecond)) {
+		if !rookery.Sleep(ctx, min(wait, 100*time.Millisecond)) {
 			return false
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,10 +116,8 @@ func (l *Log) newMember(group string) *member {
 	return m
 }
 
-func (m *member) memberKey() string { return m.group + ".m." + m.id }
-func (m *member) isMemberKey(k string) bool {
-	return len(k) > len(m.group)+3 && k[:len(m.group)+3] == m.group+".m."
-}
+func (m *member) memberKey() string         { return m.group + ".m." + m.id }
+func (m *member) isMemberKey(k string) bool { return strings.HasPrefix(k, m.group+".m.") }
 
 // run does all of the member's bucket traffic: watching, heartbeats, flushing positions,
 // balancing partitions; on the way out it gives its partitions up.
@@ -132,7 +131,7 @@ func (m *member) run() {
 			break
 		}
 		m.l.log.Warn("watching the consumer group's leases failed; retrying", "group", m.group, "err", err)
-		if !sleep(m.ctx, time.Second) {
+		if !rookery.Sleep(m.ctx, time.Second) {
 			return
 		}
 	}
@@ -232,7 +231,9 @@ func (m *member) flush(renew bool) error {
 			m.dropLocked(p)
 		default:
 			p.dirty = true
-			firstErr = cmpErr(firstErr, err)
+			if firstErr == nil {
+				firstErr = err
+			}
 			if time.Since(p.renewed) > m.ttl*3/4 {
 				m.l.log.Warn("could not renew a partition's lease; leaving it to the group", "group", m.group, "key", p.key, "err", err)
 				m.dropLocked(p)
@@ -241,13 +242,6 @@ func (m *member) flush(renew bool) error {
 		m.mu.Unlock()
 	}
 	return firstErr
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // put writes st under key if its revision is still rev (0: if the key does not exist).
@@ -399,7 +393,7 @@ func (m *member) fetch(ctx context.Context, p *part, gen int, after uint64) {
 		err := m.fetchFrom(ctx, p, gen, &after)
 		if ctx.Err() == nil {
 			m.l.log.Warn("reading a partition of the event stream failed; retrying", "group", m.group, "subject", p.subject, "err", err)
-			sleep(ctx, 100*time.Millisecond)
+			rookery.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 }
@@ -466,7 +460,7 @@ func (m *member) readyLocked(p *part) {
 	}
 }
 
-// take hands out the head event of the first ready partition to s, or returns nil.
+// next hands out the head event of the first ready partition to s, or returns nil.
 func (m *member) next(s *subscription) *delivery {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -635,15 +629,4 @@ func (s *subscription) Close() error {
 	m.mu.Unlock()
 	m.l.leave(m)
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
