@@ -220,7 +220,10 @@ func (m *member) flush(renew bool) error {
 		p.dirty = false
 		m.mu.Unlock()
 		sent := time.Now()
-		newRev, err := m.put(p.key, st, rev)
+		newRev, err := uint64(0), firstErr
+		if firstErr == nil { // once the bucket failed to answer, the rest of the round only fences
+			newRev, err = m.put(context.Background(), p.key, st, rev)
+		}
 		m.mu.Lock()
 		switch {
 		case p.gen != gen:
@@ -245,9 +248,9 @@ func (m *member) flush(renew bool) error {
 }
 
 // put writes st under key if its revision is still rev (0: if the key does not exist).
-func (m *member) put(key string, st partState, rev uint64) (uint64, error) {
+func (m *member) put(ctx context.Context, key string, st partState, rev uint64) (uint64, error) {
 	b, _ := json.Marshal(st)
-	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
 	if rev == 0 {
 		return m.l.groups.Create(ctx, key, b)
@@ -315,7 +318,7 @@ func (m *member) balance() {
 		}
 		st.Owner = m.id
 		sent := time.Now()
-		newRev, err := m.put(p.key, st, rev)
+		newRev, err := m.put(context.Background(), p.key, st, rev)
 		if err != nil {
 			continue // someone was quicker, or the bucket is away; the watch tells what happened
 		}
@@ -348,7 +351,7 @@ func (m *member) release(p *part) bool {
 	m.dropLocked(p)
 	m.mu.Unlock()
 	st.Owner = ""
-	if _, err := m.put(p.key, st, rev); err != nil && m.ctx.Err() == nil {
+	if _, err := m.put(context.Background(), p.key, st, rev); err != nil && m.ctx.Err() == nil {
 		m.l.log.Warn("giving a partition back to the consumer group failed; it moves when its lease expires", "group", m.group, "key", p.key, "err", err)
 	}
 	return true
@@ -365,24 +368,28 @@ func (m *member) dropLocked(p *part) {
 	p.buf, p.inflight = nil, nil
 }
 
-// leave runs when the member stops: every partition goes back to the group with its position.
+// leave runs when the member stops: every partition goes back to the group with its position,
+// within one kvTimeout in all; if the bucket does not answer, the leases expire instead.
 func (m *member) leave() {
 	m.cancel()
 	m.fetchers.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+	defer cancel()
+	var failed error
 	for _, p := range m.parts {
 		m.mu.Lock()
 		owned, st, rev := p.owned, p.state, p.rev
 		m.dropLocked(p)
 		m.mu.Unlock()
-		if owned {
+		if owned && failed == nil {
 			st.Owner = ""
-			if _, err := m.put(p.key, st, rev); err != nil {
-				m.l.log.Warn("giving a partition back to the consumer group failed; it moves when its lease expires", "group", m.group, "key", p.key, "err", err)
-			}
+			_, failed = m.put(ctx, p.key, st, rev)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-	defer cancel()
+	if failed != nil {
+		m.l.log.Warn("giving partitions back to the consumer group failed; they move when their leases expire", "group", m.group, "err", failed)
+		return
+	}
 	m.l.groups.Delete(ctx, m.memberKey())
 }
 
@@ -403,6 +410,9 @@ func (m *member) fetchFrom(ctx context.Context, p *part, gen int, after *uint64)
 		FilterSubjects: []string{p.subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    *after + 1,
+		// The client recreates the consumer after a gap or a lost server; by default forever, and
+		// without looking at ctx. A few tries, then fetch decides (retry, or stop with ctx).
+		MaxResetAttempts: 3,
 	})
 	if err != nil {
 		return err
@@ -411,7 +421,15 @@ func (m *member) fetchFrom(ctx context.Context, p *part, gen int, after *uint64)
 	if err != nil {
 		return err
 	}
-	defer it.Stop()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+		}
+		it.Stop() // also ends a reset in progress, at its next try
+	}()
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
