@@ -26,6 +26,7 @@ type eventsConfig struct {
 	backend    string
 	natsURL    string
 	natsPrefix string
+	leaseTTL   time.Duration
 	partitions int
 	retain     time.Duration
 }
@@ -35,6 +36,7 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.StringVar(&e.backend, "events", "embedded", "event log: embedded (in the data dir) or nats (JetStream)")
 	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
 	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
+	f.DurationVar(&e.leaseTTL, "nats-lease-ttl", 5*time.Second, "with --events nats: how long a stopped process keeps its partitions of a consumer group before another process takes them over")
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
 }
@@ -56,7 +58,7 @@ func (e *eventsConfig) open(ctx context.Context, dataDir string, store *pebble.D
 		}
 		return embedded.Open(opts)
 	case "nats":
-		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions})
+		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions, LeaseTTL: e.leaseTTL, Logger: log})
 	}
 	return nil, fmt.Errorf("--events must be embedded or nats, not %q", e.backend)
 }

@@ -605,7 +605,11 @@ func TestScaleOutEndToEnd(t *testing.T) {
 	})
 	writer := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
 	reader := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
+	// Two workers split the consumer groups' partitions (leases of 2 s, given by flag to one and by
+	// environment to both).
+	vars["ROOKERY_NATS_LEASE_TTL"] = "2s"
 	start(t, vars, "--data-dir", t.TempDir(), "--role", "worker")
+	start(t, vars, "--data-dir", t.TempDir(), "--role", "worker", "--nats-lease-ttl", "2s")
 	tok := func(sub string) string { return strings.TrimSpace(command(t, vars, "token", "--sub", sub)) }
 	ann, bob := tok("ann"), tok("bob")
 	for u, tk := range map[string]string{"ann": ann, "bob": bob} {
