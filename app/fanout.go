@@ -51,11 +51,11 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
 		return err
 	}
-	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage, KeysOnly: true}
-	return table.EachPage(ctx, a.table, q, func(items []table.Item) error {
-		users := make([]string, len(items))
-		for i, it := range items {
-			users[i] = followerOf(it)
+	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage}
+	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
+		users := make([]string, len(edges))
+		for i, k := range edges {
+			users[i] = followerOf(k)
 		}
 		return a.timelines.Push(ctx, users, entry)
 	})

@@ -118,10 +118,9 @@ func followKey(follower, followee string) table.Key {
 	return table.Key{PK: "FOLLOW#" + follower, SK: followee}
 }
 
-// followerOf and followeeOf return the two users of a follow edge from its key alone (a keys-only
-// query's item).
-func followerOf(edge table.Item) string { return strings.TrimPrefix(edge.String(table.PK), "FOLLOW#") }
-func followeeOf(edge table.Item) string { return edge.String(table.SK) }
+// followerOf and followeeOf return the two users of a follow edge from its key.
+func followerOf(edge table.Key) string { return strings.TrimPrefix(edge.PK, "FOLLOW#") }
+func followeeOf(edge table.Key) string { return edge.SK }
 
 // followItem is the edge follower -> followee with its two index entries.
 func followItem(follower, followee string, at time.Time) table.Item {

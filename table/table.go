@@ -249,16 +249,17 @@ type Query struct {
 	Desc   bool   // newest-first listings query descending
 	Limit  int    // 0 means DefaultQueryLimit
 	Cursor string // "" for the first page, else a previous Page.Next of the same query
-	// KeysOnly returns items that hold only their key attributes: PK and SK, and on an index
-	// query the index's two attributes (DynamoDB's KEYS_ONLY; seed 004 §3.2), for a caller that
-	// needs nothing else, as fan-out reading followers from the index does. Pages, cursors and
-	// expiry are as without it.
+	// KeysOnly fills Page.Keys, the items' keys (PK and SK, on an index query too), instead of
+	// Page.Items (DynamoDB's KEYS_ONLY projection; seed 004 §3.2), for a caller that needs nothing
+	// else, as fan-out reading followers from the index does: a backend need not decode the items.
+	// Pages, cursors and expiry are as without it.
 	KeysOnly bool
 }
 
 // Page is one page of a Query.
 type Page struct {
 	Items []Item
+	Keys  []Key  // instead of Items, with Query.KeysOnly
 	Next  string // "" on the last page
 }
 
@@ -348,12 +349,22 @@ func Expired(item Item, now int64) bool {
 // EachPage runs q on t page after page to the end, calling fn with each page's items; an error
 // from fn or from a Query stops it and is returned.
 func EachPage(ctx context.Context, t Table, q Query, fn func([]Item) error) error {
+	return eachPage(ctx, t, q, func(p Page) error { return fn(p.Items) })
+}
+
+// EachKeyPage is EachPage for the keys of q's items only (Query.KeysOnly).
+func EachKeyPage(ctx context.Context, t Table, q Query, fn func([]Key) error) error {
+	q.KeysOnly = true
+	return eachPage(ctx, t, q, func(p Page) error { return fn(p.Keys) })
+}
+
+func eachPage(ctx context.Context, t Table, q Query, fn func(Page) error) error {
 	for {
 		p, err := t.Query(ctx, q)
 		if err != nil {
 			return err
 		}
-		if err := fn(p.Items); err != nil {
+		if err := fn(p); err != nil {
 			return err
 		}
 		if p.Next == "" {

@@ -617,5 +617,12 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		last := items[limit-1]
 		page.Next = d.cursors.Seal(q, table.Position{Key: last.Key(), IndexSK: last.String(ix.SK)})
 	}
+	if q.KeysOnly {
+		page.Keys = make([]table.Key, len(page.Items))
+		for i, it := range page.Items {
+			page.Keys[i] = it.Key()
+		}
+		page.Items = nil
+	}
 	return page, nil
 }

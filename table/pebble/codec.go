@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -71,6 +72,47 @@ func readPart(b []byte) (string, []byte, error) {
 		}
 	}
 	return "", nil, errCorrupt
+}
+
+// readParts decodes len(dst) parts (at most 4) from the front of b into dst and returns the rest.
+// Parts without escaped bytes, nearly all, are slices of one string: one allocation for all.
+func readParts(b []byte, dst []string) ([]byte, error) {
+	var bounds [8]int
+	pos, plain := 0, true
+	for i := range dst {
+		start := pos
+		for {
+			j := bytes.IndexByte(b[pos:], 0x00)
+			if j < 0 || pos+j+1 >= len(b) {
+				return nil, errCorrupt
+			}
+			pos += j
+			if b[pos+1] == terminator[1] {
+				break
+			}
+			if b[pos+1] != 0xFF {
+				return nil, errCorrupt
+			}
+			plain, pos = false, pos+2
+		}
+		bounds[2*i], bounds[2*i+1] = start, pos
+		pos += len(terminator)
+	}
+	if !plain {
+		rest := b
+		for i := range dst {
+			var err error
+			if dst[i], rest, err = readPart(rest); err != nil {
+				return nil, err
+			}
+		}
+		return rest, nil
+	}
+	all := string(b[:pos])
+	for i := range dst {
+		dst[i] = all[bounds[2*i]:bounds[2*i+1]]
+	}
+	return b[pos:], nil
 }
 
 func baseKey(k table.Key) []byte {
@@ -146,27 +188,39 @@ func encodeItem(dst []byte, it table.Item) []byte {
 
 func decodeItem(b []byte) (table.Item, error) { return decode(b, nil) }
 
-// decode decodes an item; with keep, only the attributes keep names.
+// decode decodes an item; with keep, only the attributes keep names, and nil if it has none of them.
 func decode(b []byte, keep []string) (table.Item, error) {
-	// One string holds the whole value; names and string values are slices of it, so decoding
-	// allocates the map, this string and little else (the hot path of every read).
-	all := string(b)
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > math.MaxUint16 {
 		return nil, errCorrupt
 	}
 	pos := w
-	size := int(n)
-	if keep != nil {
-		size = min(size, len(keep))
+	// Decoding whole, one string holds the whole value, and names and string values are slices of
+	// it, so decoding allocates the map, this string and little else (the hot path of every read).
+	// Keeping a few attributes, each kept string is its own.
+	var all string
+	var it table.Item
+	if keep == nil {
+		all, it = string(b), make(table.Item, n)
 	}
-	it := make(table.Item, size)
+	str := func(start, end int) string {
+		if keep == nil {
+			return all[start:end]
+		}
+		return string(b[start:end])
+	}
+	put := func(name string, v any) {
+		if it == nil {
+			it = make(table.Item, min(int(n), len(keep)))
+		}
+		it[name] = v
+	}
 	kept := func(start, end int) bool {
 		if keep == nil {
 			return true
 		}
 		for _, k := range keep { // a few names: faster than a map
-			if all[start:end] == k {
+			if string(b[start:end]) == k {
 				return true
 			}
 		}
@@ -191,7 +245,7 @@ func decode(b []byte, keep []string) (table.Item, error) {
 		wanted := kept(ns, ne)
 		var name string
 		if wanted {
-			name = all[ns:ne]
+			name = str(ns, ne)
 		}
 		tag := b[pos]
 		pos++
@@ -202,7 +256,7 @@ func decode(b []byte, keep []string) (table.Item, error) {
 				return nil, errCorrupt
 			}
 			if wanted {
-				it[name] = all[start:end]
+				put(name, str(start, end))
 			}
 		case 'n':
 			v, w := binary.Varint(b[pos:])
@@ -211,11 +265,11 @@ func decode(b []byte, keep []string) (table.Item, error) {
 			}
 			pos += w
 			if wanted {
-				it[name] = v
+				put(name, v)
 			}
 		case 'T', 'F':
 			if wanted {
-				it[name] = tag == 'T'
+				put(name, tag == 'T')
 			}
 		case 'y':
 			start, end, ok := span()
@@ -223,7 +277,7 @@ func decode(b []byte, keep []string) (table.Item, error) {
 				return nil, errCorrupt
 			}
 			if wanted {
-				it[name] = []byte(all[start:end])
+				put(name, []byte(str(start, end)))
 			}
 		case 'l':
 			cnt, w := binary.Uvarint(b[pos:])
@@ -241,11 +295,11 @@ func decode(b []byte, keep []string) (table.Item, error) {
 					return nil, errCorrupt
 				}
 				if wanted {
-					l = append(l, all[start:end])
+					l = append(l, str(start, end))
 				}
 			}
 			if wanted {
-				it[name] = l
+				put(name, l)
 			}
 		default:
 			return nil, errCorrupt

@@ -524,28 +524,21 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if q.Desc {
 		step, valid = iter.Prev, iter.Last()
 	}
-	var keep []string // KeysOnly: the keys, and the TTL to tell expired items
-	if q.KeysOnly {
-		keep = []string{table.PK, table.SK, table.TTL}
-		if q.Index != "" {
-			keep = append(keep, ix.PK, ix.SK)
-		}
-	}
 	now := d.now()
+	if q.KeysOnly {
+		return d.queryKeys(op, q, iter, valid, step, len(prefix), limit, now)
+	}
 	for ; valid; valid = step() {
 		v, err := iter.ValueAndErr()
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := decode(v, keep)
+		it, err := decodeItem(v)
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		if table.Expired(it, now) {
 			continue
-		}
-		if q.KeysOnly {
-			delete(it, table.TTL)
 		}
 		if len(page.Items) == limit {
 			last := page.Items[limit-1]
@@ -553,6 +546,50 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 			break
 		}
 		page.Items = append(page.Items, it)
+	}
+	if err := iter.Error(); err != nil {
+		return table.Page{}, rookery.E(op, rookery.Internal, err)
+	}
+	return page, nil
+}
+
+// ttlOnly is what a keys-only query decodes of an item: its TTL, to tell an expired one.
+var ttlOnly = []string{table.TTL}
+
+// queryKeys is the rest of a KeysOnly Query from the iterator's first entry on (valid; step moves
+// on): the keys come from the engine keys (after their first skip bytes, the query's prefix), and
+// of the items only the TTL is decoded.
+func (d *DB) queryKeys(op rookery.Op, q table.Query, iter *cpebble.Iterator, valid bool, step func() bool, skip, limit int, now int64) (table.Page, error) {
+	var page table.Page
+	var parts [3]string // index queries: ISK PK SK; base: SK
+	n, lastISK := 1, ""
+	if q.Index != "" {
+		n = 3
+	}
+	for ; valid; valid = step() {
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		}
+		ttl, err := decode(v, ttlOnly)
+		if err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		}
+		if table.Expired(ttl, now) {
+			continue
+		}
+		if len(page.Keys) == limit {
+			page.Next = d.cursors.Seal(q, table.Position{Key: page.Keys[limit-1], IndexSK: lastISK})
+			break
+		}
+		if _, err := readParts(iter.Key()[skip:], parts[:n]); err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		}
+		k := table.Key{PK: q.PK, SK: parts[0]}
+		if q.Index != "" {
+			k, lastISK = table.Key{PK: parts[1], SK: parts[2]}, parts[0]
+		}
+		page.Keys = append(page.Keys, k)
 	}
 	if err := iter.Error(); err != nil {
 		return table.Page{}, rookery.E(op, rookery.Internal, err)
