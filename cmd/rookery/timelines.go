@@ -29,6 +29,7 @@ type timelinesConfig struct {
 	ttl                time.Duration
 	inactiveAfter      time.Duration
 	celebrityThreshold int
+	markerCache        int
 }
 
 func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.cap, "timeline-cap", timeline.DefaultCap, "entries kept per home timeline")
 	f.DurationVar(&c.ttl, "timeline-ttl", 30*24*time.Hour, "home timeline entries expire this long after their post")
 	f.DurationVar(&c.inactiveAfter, "inactive-after", 14*24*time.Hour, "readers who have not read their feed this long are skipped by fan-out; their timeline is rebuilt on their next read")
+	f.IntVar(&c.markerCache, "timeline-marker-cache", pebblestore.DefaultMarkerCache, "with --timelines store on --store pebble: how many timelines' existence fan-out remembers in memory instead of reading it from the engine (negative: none)")
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }
 
@@ -51,7 +53,7 @@ func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog event
 	case "store":
 		if engine != nil {
 			unsynced := onStore(evlog, engine) != nil
-			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced})
+			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced, MarkerCache: c.markerCache})
 			return s, nil, s.Close, nil
 		}
 		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil

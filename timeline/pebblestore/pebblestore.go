@@ -17,8 +17,9 @@
 // which deletes the entry key of every user listed, then deletes a key that is already gone. The
 // sweeper deletes index keys once their post is past the TTL, which every entry of theirs is too.
 //
-// Push writes one batch for all its users (their markers read with one iterator, in key order)
-// without syncing it, then syncs the write-ahead log once: a fan-out of 10,000 timelines costs one
+// Push writes one batch for all its users (their markers from a cache of the markers this Store
+// read and wrote, markers.go, and the others read with one iterator, in key order) without
+// syncing it, then syncs the write-ahead log once: a fan-out of 10,000 timelines costs one
 // sync. Every other write is synced as it commits. With Options.Unsynced no write is synced (the
 // embedded event log's consumer offsets, written to the same engine after the writes they
 // acknowledge, stand for them: see Unsynced).
@@ -67,6 +68,11 @@ type Options struct {
 	// was lost takes its event's offset with it, and the event is delivered again. (The read
 	// path's writes, a rebuilt timeline or a marker kept alive, are redone by the next read.)
 	Unsynced bool
+	// MarkerCache is how many timelines' markers the Store keeps in memory, so that a push reads
+	// the engine only for followers it has not seen yet; 0 means DefaultMarkerCache, and a
+	// negative value keeps none. The cache relies on this Store writing every marker of its
+	// engine: open one Store per engine.
+	MarkerCache int
 }
 
 // Store is a timeline.Store on a Pebble engine.
@@ -79,6 +85,8 @@ type Store struct {
 	sync  *cpebble.WriteOptions // cpebble.Sync, or NoSync with Options.Unsynced
 	locks keylock.Set[string]
 	log   *slog.Logger
+	// markers caches marker values for Push (markers.go).
+	markers *markerCache
 
 	stop chan struct{}
 	done chan struct{}
@@ -101,6 +109,10 @@ func New(db *cpebble.DB, o Options) *Store {
 	if o.Unsynced {
 		s.sync = cpebble.NoSync
 	}
+	if o.MarkerCache == 0 {
+		o.MarkerCache = DefaultMarkerCache
+	}
+	s.markers = newMarkerCache(o.MarkerCache)
 	every := o.SweepEvery
 	if every == 0 {
 		every = time.Hour
@@ -212,8 +224,15 @@ func (s *Store) cutoff() time.Time { return s.clock.Now().Add(-s.ttl) }
 func (s *Store) live(v []byte) bool { return liveAt(v, s.clock.Now().UnixMilli()) }
 
 // liveAt reports whether a marker's value says the timeline exists at now (Unix ms).
-func liveAt(v []byte, now int64) bool {
-	return len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now
+func liveAt(v []byte, now int64) bool { return expiry(v) > now }
+
+// expiry returns the time (Unix ms) until which a marker's value says the timeline exists; 0 for
+// no marker.
+func expiry(v []byte) int64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
 }
 
 // marker returns user's marker value, or nil if there is none.
@@ -260,26 +279,26 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	if len(users) == 0 {
 		return nil
 	}
-	sorted := make([][]byte, len(users))
-	for i, u := range users {
-		sorted[i] = markerKey(u)
-	}
-	slices.SortFunc(sorted, bytes.Compare)
-	b := s.db.NewBatch()
-	defer b.Close()
-	var live, trim []string
-	err := s.eachMarker(sorted, func(user string) {
-		live = append(live, user)
-		if timeline.TrimDue(user, e.PostID) {
-			trim = append(trim, user)
-		}
-	})
-	if err != nil {
+	users = slices.Compact(slices.Sorted(slices.Values(users))) // so are their markers and entries
+	exp := make([]int64, len(users))
+	if err := s.expiries(users, exp); err != nil {
 		return internal(op, err)
+	}
+	now := s.clock.Now().UnixMilli()
+	var live, trim []string
+	for i, u := range users {
+		if exp[i] > now {
+			live = append(live, u)
+			if timeline.TrimDue(u, e.PostID) {
+				trim = append(trim, u)
+			}
+		}
 	}
 	if len(live) == 0 {
 		return nil // none of the timelines exists
 	}
+	b := s.db.NewBatch()
+	defer b.Close()
 	setEntries(b, live, e)
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return internal(op, err)
@@ -293,20 +312,22 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	return internal(op, s.syncLog())
 }
 
-// eachMarker calls do for the user of each marker key in keys (ascending) whose timeline exists,
-// reading them with one iterator.
-func (s *Store) eachMarker(keys [][]byte, do func(user string)) error {
-	now := s.clock.Now().UnixMilli() // once for the whole push
+// expiries sets exp[i] to the expiry of users[i]'s marker (0: none), for users in ascending order:
+// from the marker cache, and from the engine, with one iterator, for the users it does not hold.
+func (s *Store) expiries(users []string, exp []int64) error {
+	missing, gen := s.markers.lookup(users, exp)
+	if len(missing) == 0 {
+		return nil
+	}
 	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: []byte{'h'}, UpperBound: []byte{'i'}})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	for i, k := range keys {
-		if i > 0 && bytes.Equal(k, keys[i-1]) {
-			continue
-		}
-		if !it.SeekPrefixGE(k) {
+	read, vals := make([]string, len(missing)), make([]int64, len(missing))
+	for n, i := range missing {
+		read[n] = users[i]
+		if !it.SeekPrefixGE(markerKey(users[i])) {
 			if err := it.Error(); err != nil {
 				return err
 			}
@@ -316,10 +337,9 @@ func (s *Store) eachMarker(keys [][]byte, do func(user string)) error {
 		if err != nil {
 			return err
 		}
-		if liveAt(v, now) {
-			do(string(k[1:]))
-		}
+		exp[i], vals[n] = expiry(v), expiry(v)
 	}
+	s.markers.fill(gen, read, vals)
 	return nil
 }
 
@@ -417,7 +437,12 @@ func (s *Store) keepAlive(user string) (bool, error) {
 	if v, err = s.marker(user); err != nil || !s.live(v) {
 		return false, err
 	}
-	return true, s.db.Set(markerKey(user), s.markerValue(), s.sync)
+	v = s.markerValue()
+	if err := s.db.Set(markerKey(user), v, s.sync); err != nil {
+		return false, err
+	}
+	s.markers.set(user, expiry(v))
+	return true, nil
 }
 
 // Exists implements timeline.Store.
@@ -442,11 +467,16 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if err := s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) }); err != nil {
 		return internal(op, err)
 	}
-	_ = b.Set(markerKey(user), s.markerValue(), nil)
+	marker := s.markerValue()
+	_ = b.Set(markerKey(user), marker, nil)
 	for _, e := range timeline.Newest(entries, s.cap) {
 		setEntries(b, []string{user}, e)
 	}
-	return internal(op, b.Commit(s.sync))
+	if err := b.Commit(s.sync); err != nil {
+		return internal(op, err)
+	}
+	s.markers.set(user, expiry(marker))
+	return nil
 }
 
 func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) error {
@@ -793,7 +823,13 @@ func (s *Store) sweep(user string) error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	return b.Commit(cpebble.NoSync)
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		return err
+	}
+	if !s.live(v) {
+		s.markers.set(user, 0)
+	}
+	return nil
 }
 
 // expired calls do with (a copy of) the key of each of user's entries past its TTL.

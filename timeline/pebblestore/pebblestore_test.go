@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,70 @@ func TestConformance(t *testing.T) {
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
 		return open(t, openStore(t, rookery.SystemClock), pebblestore.Options{Limits: cfg})
 	})
+}
+
+// TestConformanceMarkerCaches runs the suite with no marker cache and with one so small that it
+// empties itself all the time.
+func TestConformanceMarkerCaches(t *testing.T) {
+	for _, size := range []int{-1, 4} {
+		t.Run(fmt.Sprintf("cache=%d", size), func(t *testing.T) {
+			timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+				return open(t, openStore(t, rookery.SystemClock), pebblestore.Options{Limits: cfg, MarkerCache: size})
+			})
+		})
+	}
+}
+
+// TestPushesRacingCreates: pushes that read markers while timelines are being created (through a
+// marker cache that keeps emptying itself) never leave the cache believing a created timeline
+// missing: once the creates are done, one more push reaches every timeline.
+func TestPushesRacingCreates(t *testing.T) {
+	for round := range 10 {
+		size := []int{pebblestore.DefaultMarkerCache, 8}[round%2]
+		s := open(t, openStore(t, rookery.SystemClock), pebblestore.Options{SweepEvery: -1, MarkerCache: size})
+		var users []string
+		for i := range 400 {
+			users = append(users, fmt.Sprintf("u%03d", i))
+		}
+		at := time.Now().Add(-time.Minute).Truncate(time.Millisecond).UTC()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					e := timeline.Entry{PostID: fmt.Sprintf("R%d-%d", w, n), AuthorID: "a", At: at}
+					if err := s.Push(ctx, users, e); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		for _, u := range users {
+			if err := s.Create(ctx, u, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		last := timeline.Entry{PostID: "Z", AuthorID: "a", At: at.Add(time.Second)}
+		if err := s.Push(ctx, users, last); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			p, err := s.Page(ctx, u, timeline.Entry{}, 1)
+			if err != nil || len(p.Entries) != 1 || p.Entries[0] != last {
+				t.Fatalf("cache %d: %s's newest entry = %+v, %v; want %+v", size, u, p.Entries, err, last)
+			}
+		}
+	}
 }
 
 // keys counts the engine's keys that start with each of the timeline spaces' bytes.

@@ -138,6 +138,10 @@ func testMissing(t *testing.T, s timeline.Store) {
 	if ok, _ := s.Exists(ctx, "empty"); !ok {
 		t.Fatal("an empty created timeline does not exist")
 	}
+	// Once created, a timeline that a push found missing takes the next push.
+	create(t, s, "ghost")
+	push(t, s, []string{"ghost", "empty"}, 2)
+	same(t, "the timeline created after a push missed it", all(t, s, "ghost", 10), ids(2))
 }
 
 func testOrder(t *testing.T, s timeline.Store) {

@@ -1,0 +1,90 @@
+package pebblestore
+
+import "sync"
+
+// DefaultMarkerCache is how many timelines' markers a Store remembers by default: a few tens of
+// megabytes at most.
+const DefaultMarkerCache = 250_000
+
+// markerCache remembers timelines' marker values (expiry in Unix ms; 0: no marker), so that a push
+// need not seek every follower's marker in the engine. The Store is the only writer of markers in
+// its engine and tells the cache each marker it wrote, once the write committed (set). A value read
+// from the engine is added only if the user has no value yet and the cache was not emptied since
+// the read began (fill, with the generation begin returned): a value read before a write committed
+// then never replaces the write's. When it holds max values, the cache empties itself.
+type markerCache struct {
+	max int // 0: the cache is off
+
+	mu  sync.RWMutex
+	m   map[string]int64
+	gen uint64
+}
+
+func newMarkerCache(max int) *markerCache {
+	return &markerCache{max: max, m: map[string]int64{}}
+}
+
+// lookup sets vals[i] to the cached value of users[i] and returns the indexes of the users it has
+// none for, and the generation to fill them with.
+func (c *markerCache) lookup(users []string, vals []int64) (missing []int, gen uint64) {
+	if c.max <= 0 {
+		missing = make([]int, len(users))
+		for i := range users {
+			missing[i] = i
+		}
+		return missing, 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, u := range users {
+		v, ok := c.m[u]
+		if !ok {
+			missing = append(missing, i)
+		}
+		vals[i] = v
+	}
+	return missing, c.gen
+}
+
+// fill adds the values of users read from the engine since lookup returned gen, where no value
+// is cached yet.
+func (c *markerCache) fill(gen uint64, users []string, vals []int64) {
+	if c.max <= 0 || len(users) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return // emptied since: a value in vals may predate a write the cache forgot
+	}
+	for i, u := range users {
+		if _, ok := c.m[u]; ok {
+			continue
+		}
+		if c.room(1); gen != c.gen {
+			return // it emptied itself, forgetting values written since the read: as above
+		}
+		c.m[u] = vals[i]
+	}
+}
+
+// set records the marker value of a write to user's marker that has committed.
+func (c *markerCache) set(user string, v int64) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[user]; !ok {
+		c.room(1)
+	}
+	c.m[user] = v
+}
+
+// room empties the cache if n more values would not fit. Call it with mu held.
+func (c *markerCache) room(n int) {
+	if len(c.m)+n > c.max {
+		c.m = map[string]int64{}
+		c.gen++
+	}
+}
