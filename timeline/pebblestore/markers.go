@@ -54,15 +54,14 @@ func (c *markerCache) fill(gen uint64, users []string, vals []int64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
-		return // emptied since: a value in vals may predate a write the cache forgot
-	}
 	for i, u := range users {
 		if _, ok := c.m[u]; ok {
-			continue
+			continue // written since the read began: newer than vals[i]
 		}
 		if c.room(1); gen != c.gen {
-			return // it emptied itself, forgetting values written since the read: as above
+			// Emptied since the read began (perhaps just now, to make room): it may have
+			// forgotten values written since, which vals must not replace.
+			return
 		}
 		c.m[u] = vals[i]
 	}
