@@ -25,6 +25,7 @@ type Metrics struct {
 	Capacity     *prometheus.CounterVec   // op, kind (read|write)
 
 	ConsumerEvents     *prometheus.CounterVec   // group, outcome
+	ConsumerFailures   *prometheus.CounterVec   // group
 	ConsumerLatency    *prometheus.HistogramVec // group
 	EventAge           *prometheus.HistogramVec // group, type
 	ConsumerLag        *prometheus.GaugeVec     // group
@@ -62,6 +63,10 @@ func New() *Metrics {
 		Name: "rookery_consumer_events_total",
 		Help: "Events handled by consumer group and outcome (processed, retried, dead_lettered, breaker_open).",
 	}, []string{"group", "outcome"})
+	m.ConsumerFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rookery_consumer_failures_total",
+		Help: "Handler failures by consumer group: the deliveries retried or dead-lettered.",
+	}, []string{"group"})
 	m.ConsumerLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rookery_consumer_handler_duration_seconds",
 		Help:    "Consumer handler latency by group.",
@@ -81,7 +86,7 @@ func New() *Metrics {
 		Help: "Age of the oldest event not yet handled, by consumer group.",
 	}, []string{"group"})
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
-		m.ConsumerEvents, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds,
+		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -112,6 +117,9 @@ func (m *Metrics) ObserveCapacity(op string, read, write float64) {
 // ObserveConsumer records one delivery's outcome (events.Stats, adapted in cmd).
 func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
 	m.ConsumerEvents.WithLabelValues(group, outcome).Inc()
+	if outcome == "retried" || outcome == "dead_lettered" {
+		m.ConsumerFailures.WithLabelValues(group).Inc()
+	}
 	if outcome != "breaker_open" {
 		m.ConsumerLatency.WithLabelValues(group).Observe(took.Seconds())
 	}
