@@ -108,12 +108,23 @@ func (l *Log) newMember(group string) *member {
 		l: l, group: group, id: nuid.Next(), ttl: l.leaseTTL, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), flushq: make(chan chan error), seen: map[string]seenKey{},
 	}
-	for p := range l.parts {
-		m.parts = append(m.parts, &part{key: group + ".p." + strconv.Itoa(p), subject: l.eventSubject(p), space: make(chan struct{}, 1)})
+	for _, r := range l.partitions(group) {
+		m.parts = append(m.parts, &part{key: r.key, subject: r.subject, space: make(chan struct{}, 1)})
 	}
-	m.parts = append(m.parts, &part{key: group + ".p.replay", subject: l.replaySubject(group), space: make(chan struct{}, 1)})
 	m.avail = make(chan struct{}, len(m.parts))
 	return m
+}
+
+// partRef names one of a group's partitions: its key in the groups bucket and its subject.
+type partRef struct{ key, subject string }
+
+// partitions returns group's partitions: the event log's, then the group's replay queue.
+func (l *Log) partitions(group string) []partRef {
+	refs := make([]partRef, 0, l.parts+1)
+	for p := range l.parts {
+		refs = append(refs, partRef{group + ".p." + strconv.Itoa(p), l.eventSubject(p)})
+	}
+	return append(refs, partRef{group + ".p.replay", l.replaySubject(group)})
 }
 
 func (m *member) memberKey() string         { return m.group + ".m." + m.id }
@@ -465,9 +476,14 @@ func (m *member) fetchFrom(ctx context.Context, p *part, gen int, after *uint64)
 	}
 }
 
+// headReadyLocked reports whether p's head event can be handed out now.
+func headReadyLocked(p *part) bool {
+	return p.owned && p.inflight == nil && len(p.buf) > 0 && !time.Now().Before(p.notBefore)
+}
+
 // readyLocked queues p for a Next if its head event can be handed out now.
 func (m *member) readyLocked(p *part) {
-	if p.queued || !p.owned || p.inflight != nil || len(p.buf) == 0 || time.Now().Before(p.notBefore) {
+	if p.queued || !headReadyLocked(p) {
 		return
 	}
 	p.queued = true
@@ -486,8 +502,8 @@ func (m *member) next(s *subscription) *delivery {
 		p := m.ready[0]
 		m.ready = m.ready[1:]
 		p.queued = false
-		if !p.owned || p.inflight != nil || len(p.buf) == 0 || time.Now().Before(p.notBefore) {
-			continue
+		if !headReadyLocked(p) {
+			continue // changed since it was queued
 		}
 		if p.buf[0].bad {
 			m.advanceLocked(p)

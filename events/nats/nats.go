@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -370,12 +369,8 @@ func (l *Log) Lag(ctx context.Context, group string) (int64, time.Time, error) {
 	}
 	var n int64
 	var oldest time.Time
-	subjects := map[string]string{group + ".p.replay": l.replaySubject(group)}
-	for p := range l.parts {
-		subjects[group+".p."+strconv.Itoa(p)] = l.eventSubject(p)
-	}
-	for key, subject := range subjects {
-		behind, first, err := l.behind(ctx, key, subject)
+	for _, r := range l.partitions(group) {
+		behind, first, err := l.behind(ctx, r.key, r.subject)
 		if err != nil {
 			return 0, time.Time{}, translate(op, err)
 		}

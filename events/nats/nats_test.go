@@ -67,36 +67,39 @@ func TestConformance(t *testing.T) {
 	eventstest.Run(t, func(t testing.TB) events.Log { return open(t) })
 }
 
-// member consumes group on l until stop is closed or the test ends, recording what it handled.
-type member struct {
-	mu      sync.Mutex
-	handled []rookery.Event
-}
-
-// record is what all members of a test handled, in the order they were handed the events.
+// record is the events a consumer (or all of a test's consumers) handled, in the order they were
+// handed out.
 type record struct {
 	sync.Mutex
 	handled []rookery.Event
 }
 
-func (m *member) ids() map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (r *record) add(ev rookery.Event) {
+	r.Lock()
+	defer r.Unlock()
+	r.handled = append(r.handled, ev)
+}
+
+func (r *record) ids() map[string]bool {
+	r.Lock()
+	defer r.Unlock()
 	ids := map[string]bool{}
-	for _, ev := range m.handled {
+	for _, ev := range r.handled {
 		ids[ev.ID] = true
 	}
 	return ids
 }
 
-func (m *member) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.handled)
+func (r *record) count() int {
+	r.Lock()
+	defer r.Unlock()
+	return len(r.handled)
 }
 
-func consumeIn(t *testing.T, l *nats.Log, group string, everyone *record, stop <-chan struct{}) *member {
-	m := &member{}
+// consumeIn consumes group on l until stop is closed or the test ends, and returns the record of
+// what it handled; everyone records it too.
+func consumeIn(t *testing.T, l *nats.Log, group string, everyone *record, stop <-chan struct{}) *record {
+	m := &record{}
 	s, err := l.Subscribe(context.Background(), group, events.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +114,8 @@ func consumeIn(t *testing.T, l *nats.Log, group string, everyone *record, stop <
 			if err != nil {
 				return
 			}
-			everyone.Lock()
-			everyone.handled = append(everyone.handled, d.Event())
-			everyone.Unlock()
-			m.mu.Lock()
-			m.handled = append(m.handled, d.Event())
-			m.mu.Unlock()
+			everyone.add(d.Event())
+			m.add(d.Event())
 			time.Sleep(2 * time.Millisecond) // a handler's work, so that both members get some
 			d.Ack(context.Background())
 		}
@@ -200,9 +199,9 @@ func TestGroupMembersShareAndTakeOver(t *testing.T) {
 		}
 		return len(ids) == 1000
 	})
-	b.mu.Lock()
+	b.Lock()
 	inOrder(t, "the survivor", b.handled[bBefore:])
-	b.mu.Unlock()
+	b.Unlock()
 	// The last events may still be in their handlers: lag reaches 0 once they are acked.
 	waitFor(t, "lag 0 after the takeover", func() bool {
 		n, _, err := survivor.Lag(ctx, "g")

@@ -527,65 +527,47 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if q.Desc {
 		step, valid = iter.Prev, iter.Last()
 	}
-	now := d.now()
+	// KeysOnly decodes only each item's TTL, to tell expired ones, and reads the keys from the
+	// engine keys (past the prefix): for an index, ISK PK SK; for the base table, SK.
+	var keep []string
+	var parts [3]string
+	nparts, lastISK := 1, ""
 	if q.KeysOnly {
-		return d.queryKeys(op, q, iter, valid, step, len(prefix), limit, now)
+		keep = ttlOnly
+		if q.Index != "" {
+			nparts = 3
+		}
 	}
-	for ; valid; valid = step() {
+	now := d.now()
+	for n := 0; valid; valid = step() {
 		v, err := iter.ValueAndErr()
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := decodeItem(v)
+		it, err := decode(v, keep)
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		if table.Expired(it, now) {
 			continue
 		}
-		if len(page.Items) == limit {
-			last := page.Items[limit-1]
-			page.Next = d.cursors.Seal(q, table.Position{Key: last.Key(), IndexSK: last.String(ix.SK)})
+		if n == limit {
+			var last table.Position
+			if q.KeysOnly {
+				last = table.Position{Key: page.Keys[limit-1], IndexSK: lastISK}
+			} else {
+				it := page.Items[limit-1]
+				last = table.Position{Key: it.Key(), IndexSK: it.String(ix.SK)}
+			}
+			page.Next = d.cursors.Seal(q, last)
 			break
 		}
-		page.Items = append(page.Items, it)
-	}
-	if err := iter.Error(); err != nil {
-		return table.Page{}, rookery.E(op, rookery.Internal, err)
-	}
-	return page, nil
-}
-
-// ttlOnly is what a keys-only query decodes of an item: its TTL, to tell an expired one.
-var ttlOnly = []string{table.TTL}
-
-// queryKeys is the rest of a KeysOnly Query from the iterator's first entry on (valid; step moves
-// on): the keys come from the engine keys (after their first skip bytes, the query's prefix), and
-// of the items only the TTL is decoded.
-func (d *DB) queryKeys(op rookery.Op, q table.Query, iter *cpebble.Iterator, valid bool, step func() bool, skip, limit int, now int64) (table.Page, error) {
-	var page table.Page
-	var parts [3]string // index queries: ISK PK SK; base: SK
-	n, lastISK := 1, ""
-	if q.Index != "" {
-		n = 3
-	}
-	for ; valid; valid = step() {
-		v, err := iter.ValueAndErr()
-		if err != nil {
-			return table.Page{}, rookery.E(op, rookery.Internal, err)
-		}
-		ttl, err := decode(v, ttlOnly)
-		if err != nil {
-			return table.Page{}, rookery.E(op, rookery.Internal, err)
-		}
-		if table.Expired(ttl, now) {
+		n++
+		if !q.KeysOnly {
+			page.Items = append(page.Items, it)
 			continue
 		}
-		if len(page.Keys) == limit {
-			page.Next = d.cursors.Seal(q, table.Position{Key: page.Keys[limit-1], IndexSK: lastISK})
-			break
-		}
-		if _, err := readParts(iter.Key()[skip:], parts[:n]); err != nil {
+		if _, err := readParts(iter.Key()[len(prefix):], parts[:nparts]); err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		k := table.Key{PK: q.PK, SK: parts[0]}
@@ -599,6 +581,9 @@ func (d *DB) queryKeys(op rookery.Op, q table.Query, iter *cpebble.Iterator, val
 	}
 	return page, nil
 }
+
+// ttlOnly is what a keys-only query decodes of an item: its TTL, to tell an expired one.
+var ttlOnly = []string{table.TTL}
 
 // skBounds returns the engine key range [lower, upper) of the entries under prefix whose sort key
 // satisfies c.

@@ -10,10 +10,10 @@ const DefaultMarkerCache = 250_000
 // need not seek every follower's marker in the engine. The Store is the only writer of markers in
 // its engine and tells the cache each marker it wrote, once the write committed (set). A value read
 // from the engine is added only if the user has no value yet and the cache was not emptied since
-// the read began (fill, with the generation begin returned): a value read before a write committed
-// then never replaces the write's. When it holds max values, the cache empties itself.
+// the read began (fill, with the generation lookup returned): a value read before a write
+// committed then never replaces the write's. When it holds max values, the cache empties itself.
 type markerCache struct {
-	max int // 0: the cache is off
+	max int // 0 or less: the cache is off
 
 	mu  sync.RWMutex
 	m   map[string]int64
@@ -58,7 +58,7 @@ func (c *markerCache) fill(gen uint64, users []string, vals []int64) {
 		if _, ok := c.m[u]; ok {
 			continue // written since the read began: newer than vals[i]
 		}
-		if c.room(1); gen != c.gen {
+		if c.room(); gen != c.gen {
 			// Emptied since the read began (perhaps just now, to make room): it may have
 			// forgotten values written since, which vals must not replace.
 			return
@@ -75,14 +75,14 @@ func (c *markerCache) set(user string, v int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[user]; !ok {
-		c.room(1)
+		c.room()
 	}
 	c.m[user] = v
 }
 
-// room empties the cache if n more values would not fit. Call it with mu held.
-func (c *markerCache) room(n int) {
-	if len(c.m)+n > c.max {
+// room empties the cache if one more value would not fit. Call it with mu held.
+func (c *markerCache) room() {
+	if len(c.m) >= c.max {
 		c.m = map[string]int64{}
 		c.gen++
 	}

@@ -337,7 +337,8 @@ func (s *Store) expiries(users []string, exp []int64) error {
 		if err != nil {
 			return err
 		}
-		exp[i], vals[n] = expiry(v), expiry(v)
+		vals[n] = expiry(v)
+		exp[i] = vals[n]
 	}
 	s.markers.fill(gen, read, vals)
 	return nil
@@ -814,7 +815,8 @@ func (s *Store) sweep(user string) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if !s.live(v) {
+	gone := !s.live(v)
+	if gone {
 		_ = b.Delete(markerKey(user), nil)
 		err = s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) })
 	} else {
@@ -826,7 +828,7 @@ func (s *Store) sweep(user string) error {
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return err
 	}
-	if !s.live(v) {
+	if gone {
 		s.markers.set(user, 0)
 	}
 	return nil
