@@ -53,14 +53,18 @@ type Request struct {
 	PostID string // like, delete
 	Text   string // post
 	Media  int    // post: how many media references it carries
+	Limit  int    // feed, user posts: the page size (0: the target's own, DeathStarBench's 10)
+	Cursor string // feed: the page after the one that returned it as Reply.Next
 }
 
 // Reply is what a Target answers: the HTTP status (or 0 for a transport error) and, for a post,
-// its id; Feed is the post ids of a feed read (for the fan-out lag probe).
+// its id; Feed is the post ids of a feed read (for the fan-out lag probe), and Next the cursor of
+// the page after it, if the target pages (Rookery does, the baselines do not).
 type Reply struct {
 	Status int
 	PostID string
 	Feed   []string
+	Next   string
 }
 
 // Target runs requests against a system under test.
@@ -324,4 +328,12 @@ func Compare(out io.Writer, names []string, runs []RunFile) {
 			fmt.Fprintf(out, "%-11s %-28s %9.2f %9.2f %10s %10s\n", op, names[i], o.P50, o.P99, ratio(o.P50, b50), ratio(o.P99, b99))
 		}
 	}
+}
+
+// pageSize is the page a baseline reads for r: r.Limit, else DeathStarBench's 10.
+func pageSize(r Request) int {
+	if r.Limit > 0 {
+		return r.Limit
+	}
+	return 10
 }

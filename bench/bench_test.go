@@ -3,6 +3,8 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,4 +139,56 @@ func (s *slowTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
 	defer s.inner.mu.Unlock()
 	time.Sleep(s.each)
 	return bench.Reply{Status: 200}
+}
+
+// busyTarget is a Rookery-like feed of a follower of busy authors: every post is followed at once
+// by 250 newer ones (ids that sort by time, as ULIDs do), so it sits three pages of 100 deep when
+// a lag probe first reads the feed; feeds page with cursors.
+type busyTarget struct {
+	mu    sync.Mutex
+	posts []string // oldest first
+	pages atomic.Int64
+}
+
+func (b *busyTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch r.Op {
+	case bench.OpPost:
+		id := fmt.Sprintf("%020d", len(b.posts))
+		for range 251 {
+			b.posts = append(b.posts, fmt.Sprintf("%020d", len(b.posts)))
+		}
+		return bench.Reply{Status: 201, PostID: id}
+	case bench.OpFeed:
+		b.pages.Add(1)
+		from, _ := strconv.Atoi(r.Cursor) // how many of the newest the pages before held
+		rep := bench.Reply{Status: 200}
+		for i := len(b.posts) - 1 - from; i >= 0 && len(rep.Feed) < r.Limit; i-- {
+			rep.Feed = append(rep.Feed, b.posts[i])
+		}
+		if from+len(rep.Feed) < len(b.posts) {
+			rep.Next = strconv.Itoa(from + len(rep.Feed))
+		}
+		return rep
+	}
+	return bench.Reply{Status: 200}
+}
+
+// A lag probe finds a post that newer posts have pushed past the first page (it used to read one
+// page of 10 and wait out its 10 s for a post that had been there all along).
+func TestLagProbeReadsPastNewerPosts(t *testing.T) {
+	b := &busyTarget{}
+	cfg := bench.Config{Graph: tiny, Mix: bench.Mixes["post"], Rate: 50, Duration: time.Second, Users: "followers", Prefix: "g", Seed: 3, LagSample: 1}
+	r, err := bench.Run(context.Background(), b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := r.Ops[bench.OpFanout]
+	if lag == nil || lag.Count == 0 || r.Ops[bench.OpFanout].TimedOut != 0 {
+		t.Fatalf("fan-out probes: %+v", lag)
+	}
+	if b.pages.Load() < 3*lag.Count {
+		t.Fatalf("%d probes read %d pages; each needs at least 3", lag.Count, b.pages.Load())
+	}
 }

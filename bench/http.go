@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -32,13 +33,20 @@ func NewHTTPTarget(base, token, prefix string, conns int) *HTTPTarget {
 // Do implements Target.
 func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 	u := UserID(h.Prefix, r.User)
+	limit := h.FeedLimit
+	if r.Limit > 0 {
+		limit = r.Limit
+	}
 	var method, path string
 	var body []byte
 	switch r.Op {
 	case OpFeed:
-		method, path = http.MethodGet, fmt.Sprintf("/v1/feed?limit=%d", h.FeedLimit)
+		method, path = http.MethodGet, fmt.Sprintf("/v1/feed?limit=%d", limit)
+		if r.Cursor != "" {
+			path += "&cursor=" + url.QueryEscape(r.Cursor)
+		}
 	case OpUser:
-		method, path = http.MethodGet, fmt.Sprintf("/v1/users/%s/posts?limit=%d", u, h.FeedLimit)
+		method, path = http.MethodGet, fmt.Sprintf("/v1/users/%s/posts?limit=%d", u, limit)
 	case OpPost:
 		method, path = http.MethodPost, "/v1/posts"
 		media := make([]map[string]string, r.Media)
@@ -78,11 +86,15 @@ func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 		json.NewDecoder(resp.Body).Decode(&p)
 		rep.PostID = p.ID
 	case r.Op == OpFeed:
-		var page struct{ Items []struct{ ID string } }
+		var page struct {
+			Items      []struct{ ID string }
+			NextCursor string `json:"next_cursor"`
+		}
 		json.NewDecoder(resp.Body).Decode(&page)
 		for _, it := range page.Items {
 			rep.Feed = append(rep.Feed, it.ID)
 		}
+		rep.Next = page.NextCursor
 	default:
 		io.Copy(io.Discard, resp.Body)
 	}

@@ -91,11 +91,11 @@ func (p *PostgresTarget) Drop(ctx context.Context) error {
 const feedSQL = `SELECT p.id, p.author, u.username, p.text, p.created_at, p.like_count
 	FROM posts p JOIN users u ON u.id = p.author
 	WHERE p.author IN (SELECT followee FROM follows WHERE follower = $1) OR p.author = $1
-	ORDER BY p.created_at DESC, p.id DESC LIMIT 10`
+	ORDER BY p.created_at DESC, p.id DESC LIMIT $2`
 
 const userSQL = `SELECT p.id, p.author, u.username, p.text, p.created_at, p.like_count
 	FROM posts p JOIN users u ON u.id = p.author WHERE p.author = $1
-	ORDER BY p.created_at DESC, p.id DESC LIMIT 10`
+	ORDER BY p.created_at DESC, p.id DESC LIMIT $2`
 
 // Do implements Target; statuses mirror the HTTP API's.
 func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
@@ -106,7 +106,7 @@ func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 		if r.Op == OpUser {
 			q = userSQL
 		}
-		rows, err := p.pool.Query(ctx, q, u)
+		rows, err := p.pool.Query(ctx, q, u, pageSize(r))
 		if err != nil {
 			return Reply{Status: 500}
 		}
