@@ -55,6 +55,10 @@ type Request struct {
 	Media  int    // post: how many media references it carries
 	Limit  int    // feed, user posts: the page size (0: the target's own, DeathStarBench's 10)
 	Cursor string // feed: the page after the one that returned it as Reply.Next
+	// IDs asks a feed read for its post ids and next cursor (a lag probe). Without it a target may
+	// read the body through without decoding it, as load generators do: the harness shares the
+	// machine with the server it measures, and decoding every page cost it a third of its CPU.
+	IDs bool
 }
 
 // Reply is what a Target answers: the HTTP status (or 0 for a transport error) and, for a post,

@@ -85,7 +85,7 @@ func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 		var p struct{ ID string }
 		json.NewDecoder(resp.Body).Decode(&p)
 		rep.PostID = p.ID
-	case r.Op == OpFeed:
+	case r.Op == OpFeed && r.IDs:
 		var page struct {
 			Items      []struct{ ID string }
 			NextCursor string `json:"next_cursor"`
