@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime/debug"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -30,6 +31,7 @@ type serveConfig struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	gcPercent       int
 }
 
 func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
@@ -48,6 +50,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	f.IntVar(&sc.gcPercent, "gc-percent", 400, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
@@ -84,6 +87,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	default:
 		return fmt.Errorf("--role must be all, api or worker, not %q", sc.role)
 	}
+	debug.SetGCPercent(sc.gcPercent)
 	clock := rookery.SystemClock
 	verifier, cursorKey, err := cfg.verifier(clock)
 	if err != nil {
