@@ -418,6 +418,11 @@ func CheckQuery(op rookery.Op, schema Schema, q Query) (Index, int, error) {
 	if err := checkKeyPart(op, "partition key", q.PK, MaxPKBytes); err != nil {
 		return Index{}, 0, err
 	}
+	for _, a := range q.Attributes {
+		if a == "" {
+			return Index{}, 0, rookery.Errorf(op, rookery.Invalid, "a projected attribute has no name")
+		}
+	}
 	limit := q.Limit
 	switch {
 	case limit == 0:

@@ -254,6 +254,12 @@ type Query struct {
 	// else, as fan-out reading followers from the index does: a backend need not decode the items.
 	// Pages, cursors and expiry are as without it.
 	KeysOnly bool
+	// Attributes, if not empty, is the projection of the items a query returns: each carries only
+	// these attributes (those it has) and its key attributes, the table's and, on an index query,
+	// the index's (DynamoDB's ProjectionExpression), for a caller that needs a few attributes of
+	// large items, as the read path's listing of an author's newest posts does. Pages, cursors and
+	// expiry are as without it. Ignored with KeysOnly.
+	Attributes []string
 }
 
 // Page is one page of a Query.

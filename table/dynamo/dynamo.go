@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -581,12 +582,20 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		}
 		t := e.name(table.TTL)
 		in.FilterExpression = aws.String("attribute_not_exists(" + t + ") OR " + t + " > " + e.value(now))
-		if q.KeysOnly {
-			keys := []string{e.name(table.PK), e.name(table.SK)}
+		if q.KeysOnly || len(q.Attributes) > 0 {
+			names := []string{e.name(table.PK), e.name(table.SK)}
 			if q.Index != "" {
-				keys = append(keys, e.name(ix.PK), e.name(ix.SK))
+				names = append(names, e.name(ix.PK), e.name(ix.SK))
 			}
-			in.ProjectionExpression = aws.String(strings.Join(keys, ", "))
+			if !q.KeysOnly {
+				for _, a := range q.Attributes {
+					// DynamoDB refuses a projection that names an attribute twice.
+					if n := e.name(a); !slices.Contains(names, n) {
+						names = append(names, n)
+					}
+				}
+			}
+			in.ProjectionExpression = aws.String(strings.Join(names, ", "))
 		}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 		if q.Index != "" {

@@ -528,15 +528,23 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		step, valid = iter.Prev, iter.Last()
 	}
 	// KeysOnly decodes only each item's TTL, to tell expired ones, and reads the keys from the
-	// engine keys (past the prefix): for an index, ISK PK SK; for the base table, SK.
+	// engine keys (past the prefix): for an index, ISK PK SK; for the base table, SK. A projection
+	// decodes its attributes, the keys and the TTL, and drops the TTL unless it is asked for.
 	var keep []string
 	var parts [3]string
-	nparts, lastISK := 1, ""
-	if q.KeysOnly {
+	nparts, lastISK, dropTTL := 1, "", false
+	switch {
+	case q.KeysOnly:
 		keep = ttlOnly
 		if q.Index != "" {
 			nparts = 3
 		}
+	case len(q.Attributes) > 0:
+		keep = append(slices.Clip(q.Attributes), table.PK, table.SK, table.TTL)
+		if q.Index != "" {
+			keep = append(keep, ix.PK, ix.SK)
+		}
+		dropTTL = !slices.Contains(q.Attributes, table.TTL)
 	}
 	now := d.now()
 	for n := 0; valid; valid = step() {
@@ -550,6 +558,9 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		}
 		if table.Expired(it, now) {
 			continue
+		}
+		if dropTTL {
+			delete(it, table.TTL)
 		}
 		if n == limit {
 			var last table.Position

@@ -645,6 +645,73 @@ func testKeysOnly(e *env) {
 	}
 }
 
+func testProjection(e *env) {
+	now := e.clock.Now().Unix()
+	for i := range 7 {
+		it := item("PR#a", fmt.Sprintf("%02d", i), "GSI1PK", "PRIX", "GSI1SK", fmt.Sprintf("t%02d", 6-i),
+			"text", strings.Repeat("x", 100+i), "n", int64(i), "tags", []string{"a", "b"}, "bin", []byte{1, 2}, "ok", true)
+		switch i {
+		case 2:
+			it[table.TTL] = now - 1 // expired: invisible either way
+		case 3:
+			it[table.TTL] = now + 3600
+		case 4:
+			delete(it, "n") // a projected attribute the item lacks is left out
+		}
+		e.put(it)
+	}
+	project := func(it table.Item, attrs []string, index bool) table.Item {
+		keep := append([]string{table.PK, table.SK}, attrs...)
+		if index {
+			keep = append(keep, "GSI1PK", "GSI1SK")
+		}
+		out := table.Item{}
+		for _, a := range keep {
+			if v, ok := it[a]; ok {
+				out[a] = v
+			}
+		}
+		return out
+	}
+	for _, attrs := range [][]string{{"n", "tags"}, {"bin", table.TTL, table.SK}, {"missing"}} {
+		for _, q := range []table.Query{{PK: "PR#a"}, {PK: "PR#a", Desc: true}, {Index: "GSI1", PK: "PRIX"}, {Index: "GSI1", PK: "PRIX", Desc: true}} {
+			e.eventually("projected query", func() error {
+				var want, got []table.Item
+				for _, projected := range []bool{false, true} {
+					q := q
+					q.Limit = 2
+					if projected {
+						q.Attributes = attrs
+					}
+					for {
+						p := e.query(q)
+						for _, it := range p.Items {
+							if projected {
+								got = append(got, it)
+							} else {
+								want = append(want, project(it, attrs, q.Index != ""))
+							}
+						}
+						if p.Next == "" {
+							break
+						}
+						q.Cursor = p.Next
+					}
+				}
+				if len(want) != 6 {
+					return fmt.Errorf("the full query of %+v found %d items, not 6", q, len(want))
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					return fmt.Errorf("query of %+v projected to %q (-want +got):\n%s", q, attrs, diff)
+				}
+				return nil
+			})
+		}
+	}
+	_, err := e.tab.Query(ctx, table.Query{PK: "PR#a", Attributes: []string{"n", ""}})
+	e.wantKind("a projection with an empty name", err, rookery.Invalid)
+}
+
 func testBadCursors(e *env) {
 	for i := range 10 {
 		e.put(item("cur", fmt.Sprintf("%02d", i)))

@@ -88,6 +88,7 @@ func Run(t *testing.T, open Factory) {
 		{"EachPage visits every page once and stops at an error", testEachPage},
 		{"query of a secondary index is sparse and follows updates", testIndexQuery},
 		{"a keys-only query returns the keys of what the full query returns", testKeysOnly},
+		{"a projected query returns the asked attributes and the keys of what the full query returns", testProjection},
 		{"tampered, foreign and malformed cursors are invalid", testBadCursors},
 		{"paging while items are inserted concurrently neither repeats nor skips", testCursorConcurrentInserts},
 		{"a transaction writes all or nothing and names the failed condition", testTransactAtomic},
