@@ -282,11 +282,8 @@ func postFromItem(it table.Item, author rookery.Author) rookery.Post {
 		Visibility: it.String("visibility"), CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()},
 		LikeCount: it.Int("like_count"), CommentCount: it.Int("comment_count"),
 	}
-	if m := it.Bytes("media"); len(m) > 0 && string(m) != "[]" { // most posts have none: skip the decoder
-		json.Unmarshal(m, &p.Media)
-	}
-	if p.Media == nil {
-		p.Media = []rookery.Media{}
+	if m := it.Bytes("media"); len(m) > 0 && string(m) != "[]" { // most posts have none
+		p.Media = decodeMedia(m)
 	}
 	if e := it.Int("edited_at"); e != 0 {
 		p.EditedAt = rookery.Time{Time: time.UnixMilli(e).UTC()}
