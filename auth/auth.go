@@ -11,6 +11,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -34,6 +36,7 @@ type Verifier struct {
 	ed     []ed25519.PublicKey
 	rsa    []*rsa.PublicKey
 	clock  rookery.Clock
+	known  verified
 }
 
 // NewVerifier returns a Verifier that accepts HS256 tokens signed with secret (if not empty) and
@@ -61,6 +64,10 @@ var errUnauthenticated = rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenti
 // Verify returns the caller that token authenticates, or an Unauthenticated error that says
 // nothing about why (the reason is wrapped for logs only).
 func (v *Verifier) Verify(token string) (rookery.Caller, error) {
+	now := v.clock.Now()
+	if c, ok := v.known.get(token, now); ok {
+		return c, nil
+	}
 	var claims Claims
 	methods := []string{}
 	if len(v.secret) > 0 {
@@ -76,7 +83,7 @@ func (v *Verifier) Verify(token string) (rookery.Caller, error) {
 		jwt.WithValidMethods(methods),
 		jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(v.clock.Now),
-		jwt.WithLeeway(5*time.Second),
+		jwt.WithLeeway(leeway),
 	)
 	if err != nil {
 		return rookery.Caller{}, rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenticated, "missing, invalid or expired token", err)
@@ -87,7 +94,54 @@ func (v *Verifier) Verify(token string) (rookery.Caller, error) {
 	if claims.Scope != "" && claims.Scope != ScopeServer {
 		return rookery.Caller{}, errUnauthenticated
 	}
-	return rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer}, nil
+	c := rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer}
+	v.known.put(token, c, claims.ExpiresAt.Time.Add(leeway), now)
+	return c, nil
+}
+
+// leeway is the clock skew allowed on exp and nbf.
+const leeway = 5 * time.Second
+
+// verified remembers tokens that passed Verify, each until its exp (with the leeway), so that a
+// client's every request does not pay for the token's signature check and parse again: an HS256
+// token's were 3% of a feed read's CPU, and an RS256 signature costs far more. A token's claims
+// are signed, so what it said when it passed holds until it expires; only exp changes the answer.
+type verified struct {
+	mu     sync.Mutex
+	tokens map[string]verifiedToken
+}
+
+type verifiedToken struct {
+	caller rookery.Caller
+	until  time.Time
+}
+
+// verifiedMax bounds the tokens remembered; past it, the expired ones go, and if none has, all.
+const verifiedMax = 10_000
+
+func (k *verified) get(token string, now time.Time) (rookery.Caller, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.tokens[token]
+	if !ok || !now.Before(t.until) {
+		return rookery.Caller{}, false
+	}
+	return t.caller, true
+}
+
+func (k *verified) put(token string, c rookery.Caller, until, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.tokens == nil {
+		k.tokens = map[string]verifiedToken{}
+	}
+	if len(k.tokens) >= verifiedMax {
+		maps.DeleteFunc(k.tokens, func(_ string, t verifiedToken) bool { return !now.Before(t.until) })
+		if len(k.tokens) >= verifiedMax {
+			clear(k.tokens)
+		}
+	}
+	k.tokens[token] = verifiedToken{caller: c, until: until}
 }
 
 func (v *Verifier) key(t *jwt.Token) (any, error) {

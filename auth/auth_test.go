@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,37 @@ func TestRejectsAlgorithmConfusion(t *testing.T) {
 func TestNewVerifierNeedsAKey(t *testing.T) {
 	if _, err := auth.NewVerifier(nil, nil, rookery.SystemClock); err == nil {
 		t.Fatal("a verifier without keys was made")
+	}
+}
+
+// A token that passed is remembered, but only until it expires: the next Verify after exp (and the
+// leeway) fails, as for a token never seen.
+func TestVerifiedTokensStillExpire(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	at := now
+	v, err := auth.NewVerifier(secret, nil, rookery.ClockFunc(func() time.Time { return at }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := sign(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "alice", "exp": now.Add(time.Minute).Unix()})
+	for range 2 { // the second is answered from memory
+		if c, err := v.Verify(token); err != nil || c.UserID != "alice" {
+			t.Fatalf("Verify = %+v, %v", c, err)
+		}
+	}
+	at = now.Add(time.Minute + 4*time.Second) // within the leeway
+	if _, err := v.Verify(token); err != nil {
+		t.Fatalf("within the leeway: %v", err)
+	}
+	at = now.Add(time.Minute + 6*time.Second)
+	if _, err := v.Verify(token); !rookery.IsKind(err, rookery.Unauthenticated) {
+		t.Fatalf("after exp: %v; want Unauthenticated", err)
+	}
+	// More tokens than it remembers: every one still verifies.
+	for i := range 10_050 {
+		tok := sign(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": fmt.Sprintf("u%d", i), "exp": now.Add(time.Hour).Unix()})
+		if c, err := v.Verify(tok); err != nil || c.UserID != fmt.Sprintf("u%d", i) {
+			t.Fatalf("token %d: %+v, %v", i, c, err)
+		}
 	}
 }
