@@ -67,10 +67,11 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 		if err != nil {
 			return Page[rookery.Post]{}, err
 		}
-		// Hydrate only as many candidates as the page still needs (and a few for what is hidden).
+		// Hydrate only as many candidates as the page still needs, and a tenth more for what is hidden
+		// (a batch read of 27 for a page of 20 was a fifth more of the feed's largest cost).
 		for len(refs) > 0 {
 			need := limit - len(out)
-			chunk := refs[:min(len(refs), need+need/4+2)]
+			chunk := refs[:min(len(refs), need+need/10+1)]
 			refs = refs[len(chunk):]
 			posts, err := r.show(ctx, chunk)
 			if err != nil {
