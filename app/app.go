@@ -142,8 +142,9 @@ func (a *App) Consumers() []events.Consumer {
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
-		// Activities of one user contend for one streak record: a few at a time.
-		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 4},
+		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
+		// user take turns on their streak record (record's lock), so more cannot make them collide.
+		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
 	}
 	if a.timelines != nil {
