@@ -334,10 +334,10 @@ func Compare(out io.Writer, names []string, runs []RunFile) {
 	}
 }
 
-// pageSize is the page a baseline reads for r: r.Limit, else DeathStarBench's 10.
-func pageSize(r Request) int {
+// pageSize is the page r reads: r.Limit, else the target's own (the baselines': DeathStarBench's 10).
+func (r Request) pageSize(own int) int {
 	if r.Limit > 0 {
 		return r.Limit
 	}
-	return 10
+	return own
 }

@@ -33,10 +33,7 @@ func NewHTTPTarget(base, token, prefix string, conns int) *HTTPTarget {
 // Do implements Target.
 func (h *HTTPTarget) Do(ctx context.Context, r Request) Reply {
 	u := UserID(h.Prefix, r.User)
-	limit := h.FeedLimit
-	if r.Limit > 0 {
-		limit = r.Limit
-	}
+	limit := r.pageSize(h.FeedLimit)
 	var method, path string
 	var body []byte
 	switch r.Op {
