@@ -18,9 +18,9 @@ import (
 // paths make (a 20-item page newest first; a 20-item batch read for hydration; durable writes from
 // many concurrent writers). Besides ns/op it reports latency percentiles of single operations.
 func Bench(b *testing.B, open Factory) {
-	b.Run("QueryPage20Desc", func(b *testing.B) { benchQuery(b, open) })
+	b.Run("QueryPage20Desc", func(b *testing.B) { benchQuery(b, open, nil) })
 	b.Run("BatchGet20", func(b *testing.B) { benchBatchGet(b, open) })
-	b.Run("QueryPage20DescUnderWrites", func(b *testing.B) { benchQueryUnderWrites(b, open) })
+	b.Run("QueryPage20DescUnderWrites", func(b *testing.B) { benchQuery(b, open, postWrites) })
 	b.Run("DurableWrites64Writers/post", func(b *testing.B) { benchWrites(b, open, PostItem, table.PutWrite) })
 	b.Run("DurableWrites64Writers/entry", func(b *testing.B) { benchWrites(b, open, entryItem, table.PutWrite) })
 	b.Run("DurableWrites64Writers/immutable-entry", func(b *testing.B) {
@@ -85,71 +85,18 @@ func load(b *testing.B, tab table.Table, items []table.Item) {
 	}
 }
 
-func benchQuery(b *testing.B, open Factory) {
+// benchQuery measures QueryPage20Desc; background, if not nil, starts work that runs while the
+// queries are measured and returns what stops it.
+func benchQuery(b *testing.B, open Factory, background func(*testing.B, table.Table) (stop func())) {
 	tab := benchTable(b, open)
 	var items []table.Item
 	for i := range 1000 {
 		items = append(items, PostItem("ann", i))
 	}
 	load(b, tab, items)
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		p, err := tab.Query(ctx, table.Query{Index: "GSI1", PK: "USER#ann", Desc: true, Limit: 20})
-		lat = append(lat, time.Since(start))
-		if err != nil || len(p.Items) != 20 {
-			b.Fatalf("query: %d items, %v", len(p.Items), err)
-		}
+	if background != nil {
+		defer background(b, tab)()
 	}
-	reportPercentiles(b, lat)
-}
-
-// benchQueryUnderWrites is QueryPage20Desc while other posts are written at a steady rate
-// (writeRate in all, each synced), the state of a live store: the engine's memtables fill and flush,
-// level 0 holds several files, and compactions run. The writers run for a while before the first
-// query, so that the engine is in that state when measuring starts. It reports the write rate
-// reached besides the query's percentiles.
-func benchQueryUnderWrites(b *testing.B, open Factory) {
-	const (
-		writers   = 10
-		writeRate = 10_000 // posts/s in all
-		warmUp    = 2 * time.Second
-	)
-	tab := benchTable(b, open)
-	var items []table.Item
-	for i := range 1000 {
-		items = append(items, PostItem("ann", i))
-	}
-	load(b, tab, items)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var written atomic.Int64
-	began := time.Now()
-	for w := range writers {
-		wg.Go(func() {
-			tick := time.NewTicker(time.Second * writers / writeRate)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-				if err := tab.Put(ctx, PostItem(fmt.Sprintf("w%d", w), i)); err != nil {
-					b.Error(err)
-					return
-				}
-				written.Add(1)
-			}
-		})
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		b.ReportMetric(float64(written.Load())/time.Since(began).Seconds(), "writes/s")
-	}()
-	time.Sleep(warmUp)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
@@ -162,6 +109,47 @@ func benchQueryUnderWrites(b *testing.B, open Factory) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, lat)
+}
+
+// postWrites is QueryPage20DescUnderWrites' background: other posts written at a steady rate
+// (writeRate in all, each synced), the state of a live store: the engine's memtables fill and
+// flush, level 0 holds several files, and compactions run. The writers run for a while before it
+// returns, so that the engine is in that state when measuring starts. Stopping them reports the
+// write rate reached.
+func postWrites(b *testing.B, tab table.Table) (stop func()) {
+	const (
+		writers   = 10
+		writeRate = 10_000 // posts/s in all
+		warmUp    = 2 * time.Second
+	)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	began := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			tick := time.NewTicker(time.Second * writers / writeRate)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				if err := tab.Put(ctx, PostItem("w"+strconv.Itoa(w), i)); err != nil {
+					b.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	time.Sleep(warmUp)
+	return func() {
+		close(done)
+		wg.Wait()
+		b.ReportMetric(float64(written.Load())/time.Since(began).Seconds(), "writes/s")
+	}
 }
 
 func benchBatchGet(b *testing.B, open Factory) {
