@@ -143,7 +143,7 @@ func (a *App) Consumers() []events.Consumer {
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
 		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
-		// user take turns on their streak record (record's lock), so more cannot make them collide.
+		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
 	}

@@ -334,7 +334,11 @@ func Compare(out io.Writer, names []string, runs []RunFile) {
 	}
 }
 
-// pageSize is the page r reads: r.Limit, else the target's own (the baselines': DeathStarBench's 10).
+// DSBPageSize is DeathStarBench's page of feed and user-posts reads: the baselines read it, and it is
+// the HTTP target's default.
+const DSBPageSize = 10
+
+// pageSize is the page r reads: r.Limit, else the target's own.
 func (r Request) pageSize(own int) int {
 	if r.Limit > 0 {
 		return r.Limit

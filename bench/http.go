@@ -27,7 +27,7 @@ type HTTPTarget struct {
 func NewHTTPTarget(base, token, prefix string, conns int) *HTTPTarget {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = conns, conns
-	return &HTTPTarget{Base: strings.TrimRight(base, "/"), Token: token, Prefix: prefix, FeedLimit: 10, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &HTTPTarget{Base: strings.TrimRight(base, "/"), Token: token, Prefix: prefix, FeedLimit: DSBPageSize, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // Do implements Target.

@@ -106,7 +106,7 @@ func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 		if r.Op == OpUser {
 			q = userSQL
 		}
-		rows, err := p.pool.Query(ctx, q, u, r.pageSize(10))
+		rows, err := p.pool.Query(ctx, q, u, r.pageSize(DSBPageSize))
 		if err != nil {
 			return Reply{Status: 500}
 		}

@@ -85,7 +85,7 @@ func (t *RedisListTarget) Do(ctx context.Context, r Request) Reply {
 		if r.Op == OpUser {
 			list = t.key("posts", u)
 		}
-		ids, err := t.c.LRange(ctx, list, 0, int64(r.pageSize(10)-1)).Result()
+		ids, err := t.c.LRange(ctx, list, 0, int64(r.pageSize(DSBPageSize)-1)).Result()
 		if err != nil {
 			return Reply{Status: 500}
 		}

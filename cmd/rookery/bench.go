@@ -155,7 +155,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
 	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
-	f.IntVar(&feedLimit, "feed-limit", 10, "page size of feed and user-posts reads (DeathStarBench: 10)")
+	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
 	cfg.addStoreFlags(f)

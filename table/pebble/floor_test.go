@@ -107,11 +107,11 @@ func entryShape(i int64) [][2][]byte {
 
 var entryValue = make([]byte, 64) // an encoded timeline entry or follow edge is about this long
 
-// postShape is what the table stores for the post benchmark's i-th item: the item's key and its
+// postShape is what the table stores for the post benchmark's i-th write: the item's key and its
 // index entry's, each with the encoded item (one item's encoding for all, so that the floor does
 // no encoding).
 func postShape(i int64) [][2][]byte {
-	it := tabletest.PostItem("w"+strconv.FormatInt(i%64, 10), int(i))
+	it := tabletest.WrittenPost(int(i))
 	ix := tabletest.Schema.Indexes[0]
 	ipk, isk, _ := indexKeyOf(ix, it)
 	return [][2][]byte{{baseKey(it.Key()), postValue}, {indexKey(ix.Name, ipk, isk, it.Key()), postValue}}

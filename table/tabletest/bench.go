@@ -21,10 +21,10 @@ func Bench(b *testing.B, open Factory) {
 	b.Run("QueryPage20Desc", func(b *testing.B) { benchQuery(b, open, nil) })
 	b.Run("BatchGet20", func(b *testing.B) { benchBatchGet(b, open) })
 	b.Run("QueryPage20DescUnderWrites", func(b *testing.B) { benchQuery(b, open, postWrites) })
-	b.Run("DurableWrites64Writers/post", func(b *testing.B) { benchWrites(b, open, PostItem, table.PutWrite) })
-	b.Run("DurableWrites64Writers/entry", func(b *testing.B) { benchWrites(b, open, entryItem, table.PutWrite) })
+	b.Run("DurableWrites64Writers/post", func(b *testing.B) { benchWrites(b, open, WrittenPost, table.PutWrite) })
+	b.Run("DurableWrites64Writers/entry", func(b *testing.B) { benchWrites(b, open, writtenEntry, table.PutWrite) })
 	b.Run("DurableWrites64Writers/immutable-entry", func(b *testing.B) {
-		benchWrites(b, open, entryItem, func(it table.Item, _ ...table.Cond) table.Write { return table.ImmutablePutWrite(it) })
+		benchWrites(b, open, writtenEntry, func(it table.Item, _ ...table.Cond) table.Write { return table.ImmutablePutWrite(it) })
 	})
 }
 
@@ -45,6 +45,20 @@ func PostItem(author string, i int) table.Item {
 }
 
 var postText = strings.Repeat("lorem ipsum ", 20)
+
+// writers names the benchmarks' 64 writers; the i-th write is writer i%64's.
+var writers = func() (names [64]string) {
+	for w := range names {
+		names[w] = "w" + strconv.Itoa(w)
+	}
+	return names
+}()
+
+// WrittenPost is the i-th item DurableWrites64Writers/post writes (and whose bytes the Pebble
+// backend's engine-floor benchmark writes).
+func WrittenPost(i int) table.Item { return PostItem(writers[i%len(writers)], i) }
+
+func writtenEntry(i int) table.Item { return entryItem(writers[i%len(writers)], i) }
 
 // entryItem is shaped like a timeline entry or a follow edge: ~80 bytes, not indexed.
 func entryItem(user string, i int) table.Item {
@@ -118,7 +132,7 @@ func benchQuery(b *testing.B, open Factory, background func(*testing.B, table.Ta
 // write rate reached.
 func postWrites(b *testing.B, tab table.Table) (stop func()) {
 	const (
-		writers   = 10
+		n         = 10     // writers
 		writeRate = 10_000 // posts/s in all
 		warmUp    = 2 * time.Second
 	)
@@ -126,9 +140,9 @@ func postWrites(b *testing.B, tab table.Table) (stop func()) {
 	var wg sync.WaitGroup
 	var written atomic.Int64
 	began := time.Now()
-	for w := range writers {
+	for w := range n {
 		wg.Go(func() {
-			tick := time.NewTicker(time.Second * writers / writeRate)
+			tick := time.NewTicker(time.Second * n / writeRate)
 			defer tick.Stop()
 			for i := 0; ; i++ {
 				select {
@@ -136,7 +150,7 @@ func postWrites(b *testing.B, tab table.Table) (stop func()) {
 					return
 				case <-tick.C:
 				}
-				if err := tab.Put(ctx, PostItem("w"+strconv.Itoa(w), i)); err != nil {
+				if err := tab.Put(ctx, PostItem(writers[w], i)); err != nil {
 					b.Error(err)
 					return
 				}
@@ -178,21 +192,17 @@ func benchBatchGet(b *testing.B, open Factory) {
 	reportPercentiles(b, lat)
 }
 
-func benchWrites(b *testing.B, open Factory, make func(string, int) table.Item, put func(table.Item, ...table.Cond) table.Write) {
+func benchWrites(b *testing.B, open Factory, item func(i int) table.Item, put func(table.Item, ...table.Cond) table.Write) {
 	tab := benchTable(b, open)
 	var seq atomic.Int64
-	var names [64]string
-	for w := range names {
-		names[w] = "w" + strconv.Itoa(w)
-	}
 	// 64 writers in all, whatever GOMAXPROCS is.
-	b.SetParallelism(max(1, 64/runtimeProcs()))
+	b.SetParallelism(max(1, len(writers)/runtimeProcs()))
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(seq.Add(1))
-			if err := tab.TransactWrite(ctx, []table.Write{put(make(names[i%64], i))}); err != nil {
+			if err := tab.TransactWrite(ctx, []table.Write{put(item(i))}); err != nil {
 				b.Error(err)
 				return
 			}
