@@ -6,7 +6,9 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -36,6 +38,14 @@ type Deps struct {
 	TimelineCap int
 	// Engagement configures activities, streaks and leaderboards.
 	Engagement Engagement
+	// CursorKey seals the home feed's cursors (the table seals every other list's); processes that
+	// serve the same feeds must share it. Nil means a random key: cursors of this process only.
+	CursorKey []byte
+	// Logger takes what goes wrong off the request path (a failed timeline rebuild); nil logs
+	// nothing.
+	Logger *slog.Logger
+	// OnRebuild is told the outcome of each timeline rebuild (RebuildComplete, ...); nil: nothing.
+	OnRebuild func(outcome string)
 }
 
 // App is the application: the use cases over the table and the event pipeline.
@@ -56,6 +66,10 @@ type App struct {
 	eng         Engagement
 	boards      boardCache
 	streakLocks keylock.Set[string]
+
+	log       *slog.Logger
+	onRebuild func(outcome string)
+	cursors   *table.Cursors
 }
 
 // New returns the App over d.
@@ -66,7 +80,17 @@ func New(d Deps) *App {
 	if d.TimelineCap <= 0 {
 		d.TimelineCap = timeline.DefaultCap
 	}
-	return &App{table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.OnRebuild == nil {
+		d.OnRebuild = func(string) {}
+	}
+	if d.CursorKey == nil {
+		d.CursorKey = make([]byte, 32)
+		_, _ = rand.Read(d.CursorKey)
+	}
+	return &App{log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -111,30 +110,17 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 }
 
 // mergeRecent merges author's recent posts (up to followMerge) into reader's timeline, if it exists
-// and reader still follows author, keeping it complete above its oldest entry (app/feed.go): if
-// author has older posts too, the timeline is first cut below the oldest merged one, and posts older
-// than the timeline's oldest entry stay out (timeline.Store.Merge: trims may have taken others'
-// posts from below it). Reads below the oldest entry pull. An empty timeline (a new reader's) is
-// filled instead from everyone the reader follows, as a rebuild would.
+// (complete, or being built: a build whose pull read the follows before this one needs it too) and
+// reader still follows author, keeping it complete above its floor (timeline.Store): if author has
+// older posts too, the floor is first raised to the oldest merged one. Reads below it pull.
 func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 	if _, err := a.table.Get(ctx, followKey(reader, author)); rookery.IsKind(err, rookery.NotFound) {
 		return nil // unfollowed since
 	} else if err != nil {
 		return err
 	}
-	top, err := a.timelines.Page(ctx, reader, timeline.Entry{}, 1)
-	if err != nil || !top.Exists {
+	if ok, err := a.timelines.Exists(ctx, reader); err != nil || !ok {
 		return err
-	}
-	if len(top.Entries) == 0 {
-		following, err := a.followingOf(ctx, reader)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(following, author) { // the index may lag the edge just read
-			following = append(following, author)
-		}
-		return a.fill(ctx, reader, following)
 	}
 	entries, more, err := a.queryAuthorPosts(ctx, author, timeline.Entry{}, followMerge)
 	if err != nil {

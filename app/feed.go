@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"encoding/base64"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,10 +16,10 @@ import (
 // the people they follow and their own, newest first by (created_at, id), without deleted, blocked,
 // muted or invisible posts. It is read from three kinds of source, merged:
 //
-//   - the reader's stored timeline, which fan-out keeps. Invariant: a timeline holds every post that
-//     was fanned out to it and is newer than its oldest entry (trimming, expiry and removals cut
-//     from the bottom or take out what may not be shown; a merge that cannot bring everything
-//     first cuts the timeline, DropOlder). Below its oldest entry the timeline says nothing;
+//   - the reader's stored timeline, which fan-out keeps. Invariant (timeline.Store): a complete
+//     timeline holds every post that was fanned out to it and is not older than its floor, and
+//     shows nothing below it; so it holds every such post newer than the oldest entry it shows.
+//     Below that entry the timeline says nothing;
 //   - author timelines (the posts-by-author index) of the followed celebrities, whose posts are not
 //     fanned out, and of the reader themself;
 //   - below the stored timeline's oldest entry, or with no timeline store, or when it is down: the
@@ -49,28 +47,30 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 	const op rookery.Op = "app.Feed"
 	var fe rookery.FieldErrors
 	checkLimit(&fe, limit)
-	before, ok := parseFeedCursor(cursor)
+	reader, err := actingUser(ctx, op)
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	before, ok := a.parseFeedCursor(reader, cursor)
 	if !ok {
 		fe.Add("cursor", "is not a cursor of this list")
 	}
 	if err := fe.Err(op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	reader, err := actingUser(ctx, op)
-	if err != nil {
-		return Page[rookery.Post]{}, err
-	}
 	r := &feedRead{a: a, reader: reader}
+	// One more than the page, so that a last page that happens to be full says so (no cursor).
+	want := limit + 1
 	var out []rookery.Post
 	for {
-		refs, floor, done, err := r.candidates(ctx, before, limit)
+		refs, floor, done, err := r.candidates(ctx, before, want)
 		if err != nil {
 			return Page[rookery.Post]{}, err
 		}
 		// Hydrate only as many candidates as the page still needs, and a tenth more for what is hidden
 		// (27 for a page of 20 cost 4-13% more per read in BenchmarkFeedRead/store/followees).
 		for len(refs) > 0 {
-			need := limit - len(out)
+			need := want - len(out)
 			chunk := refs[:min(len(refs), need+need/10+1)]
 			refs = refs[len(chunk):]
 			posts, err := r.show(ctx, chunk)
@@ -78,10 +78,11 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 				return Page[rookery.Post]{}, err
 			}
 			for _, p := range posts {
-				out = append(out, p)
-				if len(out) == limit {
-					return Page[rookery.Post]{Items: out, Next: feedCursor(timeline.Entry{PostID: p.ID, At: p.CreatedAt.Time})}, nil
+				if len(out) == limit { // p is the one more: there is a next page
+					last := out[limit-1]
+					return Page[rookery.Post]{Items: out, Next: a.feedCursor(reader, timeline.Entry{PostID: last.ID, At: last.CreatedAt.Time})}, nil
 				}
+				out = append(out, p)
 			}
 		}
 		if done {
@@ -98,25 +99,30 @@ func nonNilPosts(ps []rookery.Post) []rookery.Post {
 	return ps
 }
 
-// feedCursor is the position of e: its time in ms and its post id.
-func feedCursor(e timeline.Entry) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(e.At.UnixMilli(), 10) + "." + e.PostID))
+// feedQuery identifies reader's feed to the cursor seal: a cursor of one reader's feed is refused
+// in another's.
+func feedQuery(reader string) table.Query { return table.Query{PK: "feed:" + reader} }
+
+// feedCursor is the position of e (its time in ms and its post id), sealed.
+func (a *App) feedCursor(reader string, e timeline.Entry) string {
+	return a.cursors.Seal(feedQuery(reader), table.Position{Key: table.Key{PK: strconv.FormatInt(e.At.UnixMilli(), 10), SK: e.PostID}})
 }
 
-func parseFeedCursor(c string) (timeline.Entry, bool) {
+func (a *App) parseFeedCursor(reader, c string) (timeline.Entry, bool) {
 	if c == "" {
 		return timeline.Entry{}, true
 	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
+	q := feedQuery(reader)
+	q.Cursor = c
+	pos, err := a.cursors.Open("app.Feed", q)
 	if err != nil {
 		return timeline.Entry{}, false
 	}
-	ms, id, ok := strings.Cut(string(b), ".")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || n < 0 || !validPostID(id) {
+	n, err := strconv.ParseInt(pos.Key.PK, 10, 64)
+	if err != nil || n < 0 || !validPostID(pos.Key.SK) {
 		return timeline.Entry{}, false
 	}
-	return timeline.Entry{PostID: id, At: time.UnixMilli(n).UTC()}, true
+	return timeline.Entry{PostID: pos.Key.SK, At: time.UnixMilli(n).UTC()}, true
 }
 
 // feedRead is one reading of a feed; it loads what it needs once.
@@ -180,6 +186,7 @@ func (r *feedRead) storedPage(ctx context.Context, before timeline.Entry, n int)
 	if tl == nil {
 		return nil, false, nil
 	}
+	n = min(n, 100) // a timeline page's most; withStored's floor is the last entry in any case
 	p, err := tl.Page(ctx, r.reader, before, n)
 	if !p.Exists && err == nil && !r.rebuilt {
 		r.rebuilt = true
@@ -193,32 +200,53 @@ func (r *feedRead) storedPage(ctx context.Context, before timeline.Entry, n int)
 	return p.Entries, p.Exists, err
 }
 
-// rebuild makes the reader's timeline exist again, holding the newest posts of everyone they follow
-// (and their own) that one pull can bring completely. The timeline is created empty first, so that
-// fan-out of a post committed during the pull reaches it.
+// Outcomes of a timeline rebuild, as Deps.OnRebuild reports them.
+const (
+	RebuildComplete   = "complete"   // the timeline was published
+	RebuildFailed     = "failed"     // the build stays unread; the next read builds it again
+	RebuildSuperseded = "superseded" // another build completed it, or began after this pull
+)
+
+// rebuild builds the reader's missing timeline: Begin makes it exist for fan-out (a post committed
+// from then on reaches it), one pull brings the newest posts of everyone they follow and their own,
+// and Complete publishes what the pull brought completely. A build whose pull fails stays unread,
+// keeping what fan-out pushed to it; the next read builds it again (timeline.Store).
 func (r *feedRead) rebuild(ctx context.Context) error {
-	if err := r.a.timelines.Create(ctx, r.reader, nil); err != nil {
-		return err
+	build, err := r.a.timelines.Begin(ctx, r.reader)
+	if err == nil && build == "" {
+		return nil // complete: another read built it meanwhile
 	}
-	if err := r.loadFollowing(ctx); err != nil {
-		return err
+	done := false
+	if err == nil {
+		if err = r.loadFollowing(ctx); err == nil {
+			done, err = r.a.fill(ctx, r.reader, build, r.following)
+		}
 	}
-	return r.a.fill(ctx, r.reader, r.following)
+	switch {
+	case err != nil:
+		r.a.log.Warn("timeline rebuild failed; the next read builds it again", "user", r.reader, "err", err)
+		r.a.onRebuild(RebuildFailed)
+	case done:
+		r.a.onRebuild(RebuildComplete)
+	default:
+		r.a.onRebuild(RebuildSuperseded)
+	}
+	return err
 }
 
-// fill adds to reader's existing timeline the newest posts of everyone in following and the
+// fill completes build of reader's timeline with the newest posts of everyone in following and the
 // reader's own that one pull brings completely: the entries above the pull's floor. It queries the
 // author timelines rather than the in-process cache of them: what a timeline stores must not lag
 // (a post another process made a moment ago, whose fan-out skipped this timeline, would be missing
-// above the timeline's oldest entry for good).
-func (a *App) fill(ctx context.Context, reader string, following []string) error {
+// above the timeline's floor for good).
+func (a *App) fill(ctx context.Context, reader, build string, following []string) (bool, error) {
 	sources := append(slices.Clone(following), reader)
 	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
 	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, a.authorPageFresh)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return a.timelines.Add(ctx, reader, above(pulled, floor))
+	return a.timelines.Complete(ctx, reader, build, above(pulled, floor), floor)
 }
 
 // above returns the entries that are not older than floor (all if floor is zero), each post once,

@@ -57,6 +57,7 @@ type fixture struct {
 	pipeline *eventstest.Pipeline
 	// loseTimeline makes user's stored timeline vanish, as a Redis restart or inactivity does.
 	loseTimeline func(user string)
+	timelines    timeline.Store
 }
 
 // fixtureConfig varies the fixture; the zero value is the default service.
@@ -68,10 +69,18 @@ type fixtureConfig struct {
 	engagement         app.Engagement
 }
 
-// flakyStore fails every operation with err while err is set.
+// flakyStore fails Get and Ping with err while err is set, and Query with queryErr.
 type flakyStore struct {
 	table.Table
-	err atomic.Pointer[error]
+	err      atomic.Pointer[error]
+	queryErr atomic.Pointer[error]
+}
+
+func (f *flakyStore) Query(ctx context.Context, q table.Query) (table.Page, error) {
+	if p := f.queryErr.Load(); p != nil {
+		return table.Page{}, *p
+	}
+	return f.Table.Query(ctx, q)
 }
 
 func (f *flakyStore) fail() error {
@@ -168,7 +177,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, pipeline: pipeline, loseTimeline: lose}, store
+	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, pipeline: pipeline, loseTimeline: lose, timelines: tl}, store
 }
 
 // openTimelines returns the timeline store cfg names and a function that makes a user's timeline

@@ -30,6 +30,7 @@ type Metrics struct {
 	EventAge           *prometheus.HistogramVec // group, type
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
+	TimelineRebuilds   *prometheus.CounterVec   // outcome
 }
 
 // New returns Metrics registered on a fresh registry, with Go runtime and process collectors.
@@ -85,8 +86,12 @@ func New() *Metrics {
 		Name: "rookery_consumer_lag_seconds",
 		Help: "Age of the oldest event not yet handled, by consumer group.",
 	}, []string{"group"})
+	m.TimelineRebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rookery_timeline_rebuilds_total",
+		Help: "Home timelines rebuilt by the read path, by outcome: complete, failed (the build stays unread and the next read builds it again), superseded (another build completed it).",
+	}, []string{"outcome"})
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
-		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds,
+		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -123,6 +128,11 @@ func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
 	if outcome != "breaker_open" {
 		m.ConsumerLatency.WithLabelValues(group).Observe(took.Seconds())
 	}
+}
+
+// ObserveRebuild records the outcome of a timeline rebuild (app.Deps.OnRebuild).
+func (m *Metrics) ObserveRebuild(outcome string) {
+	m.TimelineRebuilds.WithLabelValues(outcome).Inc()
 }
 
 // ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).

@@ -4,13 +4,24 @@
 // the table interface: Pebble or DynamoDB) and Redis sorted sets; timelinetest is the conformance
 // suite both run.
 //
-// A timeline either exists or does not. Push adds only to timelines that exist; a missing timeline
-// (a new user, a reader inactive for long, Redis restarted) is rebuilt whole by the read path with
-// Create, so a timeline that exists is never missing what fan-out delivered after it was created.
+// A timeline is missing, being built, or complete. Push adds to every timeline that exists (built
+// or complete); a missing timeline (a new user, a reader inactive for long, Redis restarted) is
+// built by the read path: Begin makes it exist as being built, so that fan-out of a post committed
+// from then on reaches it, the read path pulls, and Complete publishes it. Only a complete timeline
+// is read (Page); one whose build failed stays being built and is built again by the next read.
+//
+// Invariant: a complete timeline holds every post fanned out to it that is not older than its
+// floor. The floor starts at the build's pull floor (zero: everything) and only rises: trims
+// raise it to the newest entry they cut, DropOlder to its entry. Below the floor a timeline says
+// nothing, and Page shows nothing from there: an entry pushed late, below what the timeline covers
+// (a retried fan-out after an outage), may be stored but is never shown, so it cannot hide the
+// posts trims took or a rebuild did not pull from above it.
 package timeline
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"hash/fnv"
 	"slices"
 	"time"
@@ -28,10 +39,21 @@ func (e Entry) Older(f Entry) bool {
 	return e.At.Before(f.At) || e.At.Equal(f.At) && e.PostID < f.PostID
 }
 
+// Below reports whether e is older than floor; nothing is below the zero floor.
+func (e Entry) Below(floor Entry) bool { return floor.PostID != "" && e.Older(floor) }
+
+// Raise returns the higher of floor and e (floors only rise).
+func Raise(floor, e Entry) Entry {
+	if e.PostID != "" && (floor.PostID == "" || floor.Older(e)) {
+		return e
+	}
+	return floor
+}
+
 // Page is one page of a timeline.
 type Page struct {
 	Entries []Entry
-	Exists  bool // false if the timeline does not exist (Entries is then empty)
+	Exists  bool // false if the timeline is missing or being built (Entries is then empty)
 }
 
 // DefaultCap is how many entries a timeline keeps.
@@ -66,36 +88,47 @@ func (l Limits) WithDefaults() Limits {
 // A timeline that nobody reads for the store's inactivity period stops existing (Push skips it and
 // the read path rebuilds it), so fan-out does no work for readers who are gone.
 type Store interface {
-	// Push adds e to the timeline of each user in users whose timeline exists, and trims each to the
-	// cap (possibly lazily: a timeline may briefly hold a few more, the oldest). Adding an entry a
-	// timeline holds already changes nothing (fan-out is redelivered).
+	// Push adds e to the timeline of each user in users whose timeline exists (complete or being
+	// built), and trims each to the cap (possibly lazily: a timeline may briefly hold a few more,
+	// the oldest), raising its floor to the newest entry cut. Adding an entry a timeline holds
+	// already changes nothing (fan-out is redelivered).
 	Push(ctx context.Context, users []string, e Entry) error
 
-	// Page returns up to limit (1..100) entries of user's timeline that are older than before (the
-	// zero Entry: from the newest), newest first. Fewer than limit means there are no more. Paging
-	// by the last entry of a page never repeats an entry and never skips one that was there
-	// throughout. Reading a timeline keeps it active.
+	// Page returns up to limit (1..100) entries of user's complete timeline that are older than
+	// before (the zero Entry: from the newest) and not older than its floor, newest first. Fewer
+	// than limit means there are no more. Paging by the last entry of a page never repeats an
+	// entry and never skips one that was there throughout. A timeline being built reads as
+	// missing (Exists false). Reading a timeline keeps it active.
 	Page(ctx context.Context, user string, before Entry, limit int) (Page, error)
 
-	// Exists reports whether user's timeline exists.
+	// Exists reports whether user's timeline exists, complete or being built (Push reaches it).
 	Exists(ctx context.Context, user string) (bool, error)
 
-	// Create makes user's timeline exist holding exactly entries (newest cap of them): a rebuild
-	// starts with Create(user, nil), then Adds what it pulled, so that nothing pushed meanwhile is lost.
+	// Begin makes user's missing timeline exist, empty and being built, and returns the build's id.
+	// A timeline being built already keeps what it holds and returns its build's id; a complete one
+	// is left alone and "" is returned (nothing to build).
+	Begin(ctx context.Context, user string) (build string, err error)
+
+	// Complete publishes user's timeline if it is still being built by build: it adds the entries
+	// not older than floor (a rebuild's pull, complete down to floor; zero: everything), raises the
+	// timeline's floor to floor, marks it complete, and trims it to exactly the cap. It reports
+	// whether it did; false means the timeline is missing, complete, or rebuilt by another build
+	// since (a build that began after this one's pull: its own pull will cover what this one's
+	// missed).
+	Complete(ctx context.Context, user, build string, entries []Entry, floor Entry) (bool, error)
+
+	// Create makes user's timeline exist and complete, holding exactly entries (the newest cap of
+	// them), floor zero. For tests and tools: the read path builds with Begin and Complete.
 	Create(ctx context.Context, user string, entries []Entry) error
 
-	// Add adds entries to user's timeline if it exists and trims it to exactly the cap, newest kept.
-	// It is for a complete set of entries (a rebuild's pull); to add one author's posts use Merge.
-	Add(ctx context.Context, user string, entries []Entry) error
-
-	// Merge adds the entries that are newer than the oldest entry of user's timeline, if it exists,
-	// and trims it to exactly the cap, newest kept; an empty timeline takes none. Entries below the
-	// oldest one would sit under posts of others that trims took away: the timeline would no longer
-	// hold everything above its oldest entry, which the read path relies on (it pulls below it).
-	// The oldest entry is read and checked in one atomic step with the write.
+	// Merge adds the entries that are not older than the floor of user's timeline, if it exists,
+	// and trims it to exactly the cap, newest kept. The floor is read and checked in one atomic
+	// step with the write. To merge an author's newest posts when they have more, first raise the
+	// floor to the oldest one merged (DropOlder).
 	Merge(ctx context.Context, user string, entries []Entry) error
 
-	// DropOlder removes the entries of user's timeline older than e.
+	// DropOlder raises the floor of user's timeline to e (if it is lower) and removes the entries
+	// older than e.
 	DropOlder(ctx context.Context, user string, e Entry) error
 
 	// Remove removes post from user's timeline (absent is a success).
@@ -107,6 +140,14 @@ type Store interface {
 	// RemovePost removes post from every timeline that holds it, in time proportional to the number
 	// of copies, never by scanning timelines (seed 004: delete by post through an index).
 	RemovePost(ctx context.Context, postID string) error
+}
+
+// NewBuild returns a new build id for Begin: random, so that builds of one timeline by different
+// processes, or after it was lost (Redis restarted empty), never share one.
+func NewBuild() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // NewestFirst orders entries as a timeline shows them (a comparison for slices.SortFunc).
@@ -121,7 +162,7 @@ func NewestFirst(a, b Entry) int {
 }
 
 // Newest returns the newest n of entries, newest first, each post once (for a backend's Create,
-// Add and Merge).
+// Complete and Merge).
 func Newest(entries []Entry, n int) []Entry {
 	es := slices.Clone(entries)
 	slices.SortFunc(es, NewestFirst)

@@ -62,7 +62,7 @@ func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog event
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(c.redisAddr)))
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Limits: c.limits()}), ping, client.Close, nil
+		return tlredis.New(client, tlredis.Options{Prefix: c.redisPrefix, Limits: c.limits(), Clock: clock}), ping, client.Close, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--timelines must be store, table or redis, not %q", c.backend)
 }

@@ -3,7 +3,12 @@
 // log's), so a timeline entry costs one short engine key instead of a table item with its index
 // and TTL entries.
 //
-//	'h' user                          -> be64(expiry, unix ms)   the timeline exists until then
+//	'h' user                          -> mark: be64(expiry, unix ms) [n floor build]
+//	                                                             the timeline exists until then; n
+//	                                                             is the floor's length (0: zero),
+//	                                                             floor an entry key's be64(at) post,
+//	                                                             build "" once complete (8 bytes
+//	                                                             alone: complete, floor zero)
 //	'f' user 0x00 be64(at) post       -> author                  an entry; at is the post's time in ms
 //	'g' post 0x00 user 0x00 be64(h)   -> be64(at) users          timelines given the post (a push's
 //	                                                             users, ascending: user is the first,
@@ -29,9 +34,10 @@
 // their TTL are never shown; trims and the sweeper remove them. A timeline unread for
 // InactiveAfter stops existing at once (its marker has expired); the sweeper deletes what it held.
 //
-// Create, Add, Merge, DropOlder, RemoveAuthor, trims and the sweeper take a lock on the user, so a
-// Merge reads the oldest entry and writes above it in one atomic step. Push takes no lock: it
-// only adds entries (the newest), which none of those steps can get wrong.
+// Begin, Complete, Create, Merge, DropOlder, RemoveAuthor, trims and the sweeper take a lock on
+// the user, so a Merge reads the floor and writes above it in one atomic step, and a trim cuts and
+// raises the floor in one. Push takes no lock: an entry it adds below a floor raised meanwhile is
+// never shown (Page reads the marker and the entries through one iterator, one view of the engine).
 package pebblestore
 
 import (
@@ -229,10 +235,60 @@ func liveAt(v []byte, now int64) bool { return expiry(v) > now }
 // expiry returns the time (Unix ms) until which a marker's value says the timeline exists; 0 for
 // no marker.
 func expiry(v []byte) int64 {
-	if len(v) != 8 {
+	if len(v) < 8 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(v))
+}
+
+// mark is a marker's value: the timeline's expiry (Unix ms), its floor (an entry key's be64(at)
+// and post; nil for zero) and its build ("" once complete).
+type mark struct {
+	exp   int64
+	floor []byte
+	build string
+}
+
+func parseMark(v []byte) mark {
+	m := mark{exp: expiry(v)}
+	if len(v) > 8 && len(v) >= 9+int(v[8]) {
+		n := int(v[8])
+		if n > 0 {
+			m.floor = bytes.Clone(v[9 : 9+n])
+		}
+		m.build = string(v[9+n:])
+	}
+	return m
+}
+
+func (m mark) value() []byte {
+	v := binary.BigEndian.AppendUint64(nil, uint64(m.exp))
+	if m.floor == nil && m.build == "" {
+		return v
+	}
+	v = append(v, byte(len(m.floor)))
+	v = append(v, m.floor...)
+	return append(v, m.build...)
+}
+
+// floorOf is e as a floor: the suffix of its entry keys.
+func floorOf(e timeline.Entry) []byte {
+	if e.PostID == "" {
+		return nil
+	}
+	return append(ms(e.At), e.PostID...)
+}
+
+// raise raises m's floor to f (an entry key's suffix) if it is lower.
+func (m *mark) raise(f []byte) {
+	if f != nil && (m.floor == nil || bytes.Compare(f, m.floor) > 0) {
+		m.floor = bytes.Clone(f)
+	}
+}
+
+// below reports whether the entry key k of user is older than m's floor.
+func (m mark) below(user string, k []byte) bool {
+	return m.floor != nil && bytes.Compare(k[len(user)+2:], m.floor) < 0
 }
 
 // marker returns user's marker value, or nil if there is none.
@@ -248,9 +304,8 @@ func (s *Store) marker(user string) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
-func (s *Store) markerValue() []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(s.clock.Now().Add(s.idle).UnixMilli()))
-}
+// newExpiry is the expiry of a timeline read or created now.
+func (s *Store) newExpiry() int64 { return s.clock.Now().Add(s.idle).UnixMilli() }
 
 // setEntries adds to b the writes of entry e in the timelines of users (ascending, at least one):
 // an entry key each, and one post-index key listing them.
@@ -359,10 +414,14 @@ func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	cut := ms(s.cutoff())
+	var newestCut []byte // the newest entry the cap cuts: the floor rises to it
 	n := 0
 	for ok := it.Last(); ok; ok = it.Prev() {
 		k := it.Key()
-		if n++; n > s.cap || bytes.Compare(k[len(user)+2:len(user)+10], cut) < 0 {
+		if n++; n == s.cap+1 {
+			newestCut = bytes.Clone(k[len(user)+2:])
+		}
+		if n > s.cap || bytes.Compare(k[len(user)+2:len(user)+10], cut) < 0 {
 			_ = b.Delete(bytes.Clone(k), nil)
 		}
 	}
@@ -372,7 +431,24 @@ func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
 	if b.Empty() {
 		return nil
 	}
+	if newestCut != nil {
+		if err := s.raiseFloor(b, user, newestCut); err != nil {
+			return err
+		}
+	}
 	return b.Commit(sync)
+}
+
+// raiseFloor adds to b the write raising the floor of user's timeline to f, if it exists (the
+// caller holds the lock).
+func (s *Store) raiseFloor(b *cpebble.Batch, user string, f []byte) error {
+	v, err := s.marker(user)
+	if err != nil || !s.live(v) {
+		return err
+	}
+	m := parseMark(v)
+	m.raise(f)
+	return b.Set(markerKey(user), m.value(), nil)
 }
 
 // Page implements timeline.Store.
@@ -392,25 +468,42 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 	if err := ctx.Err(); err != nil {
 		return timeline.Page{}, rookery.E(op, rookery.Unavailable, err)
 	}
-	ok, err := s.keepAlive(user)
-	if err != nil || !ok {
+	// The marker through the same iterator as the entries: one view, so the floor and the entries
+	// agree (a trim cuts entries and raises the floor in one batch).
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: append(markerKey(user), 0)})
+	if err != nil {
 		return timeline.Page{}, internal(op, err)
+	}
+	defer it.Close()
+	if !it.SeekGE(markerKey(user)) || !bytes.Equal(it.Key(), markerKey(user)) {
+		return timeline.Page{}, internal(op, it.Error())
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return timeline.Page{}, internal(op, err)
+	}
+	m := parseMark(v)
+	if !s.live(v) || m.build != "" {
+		return timeline.Page{}, nil // missing, or being built
+	}
+	if m.exp < s.clock.Now().Add(s.idle-min(time.Hour, s.idle/10)).UnixMilli() {
+		if _, err := s.keepAlive(user); err != nil {
+			return timeline.Page{}, internal(op, err)
+		}
 	}
 	upper := feedEnd(user)
 	if before.PostID != "" {
 		upper = entryKey(user, ms(before.At), before.PostID)
 	}
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: upper})
-	if err != nil {
-		return timeline.Page{}, internal(op, err)
-	}
-	defer it.Close()
 	page := timeline.Page{Exists: true}
 	cut := s.cutoff()
-	for ok := it.Last(); ok && len(page.Entries) < limit; ok = it.Prev() {
+	for ok := it.SeekLT(upper); ok && len(page.Entries) < limit; ok = it.Prev() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return timeline.Page{}, internal(op, err)
+		}
+		if m.below(user, it.Key()) {
+			break // so is every later one
 		}
 		e := parseEntry(user, it.Key(), v)
 		if e.At.Before(cut) {
@@ -430,7 +523,7 @@ func (s *Store) keepAlive(user string) (bool, error) {
 		return false, err
 	}
 	refresh := s.clock.Now().Add(s.idle - min(time.Hour, s.idle/10)).UnixMilli()
-	if int64(binary.BigEndian.Uint64(v)) >= refresh {
+	if expiry(v) >= refresh {
 		return true, nil
 	}
 	// Under the lock, so the sweeper cannot delete the timeline between the check and the write.
@@ -438,11 +531,12 @@ func (s *Store) keepAlive(user string) (bool, error) {
 	if v, err = s.marker(user); err != nil || !s.live(v) {
 		return false, err
 	}
-	v = s.markerValue()
-	if err := s.db.Set(markerKey(user), v, s.sync); err != nil {
+	m := parseMark(v)
+	m.exp = s.newExpiry()
+	if err := s.db.Set(markerKey(user), m.value(), s.sync); err != nil {
 		return false, err
 	}
-	s.markers.set(user, expiry(v))
+	s.markers.set(user, m.exp)
 	return true, nil
 }
 
@@ -456,6 +550,77 @@ func (s *Store) Exists(ctx context.Context, user string) (bool, error) {
 	return err == nil && s.live(v), internal(op, err)
 }
 
+// Begin implements timeline.Store.
+func (s *Store) Begin(ctx context.Context, user string) (string, error) {
+	const op rookery.Op = "pebblestore.Begin"
+	if err := checkUser(op, user); err != nil {
+		return "", err
+	}
+	defer s.locks.Lock(user)()
+	v, err := s.marker(user)
+	if err != nil {
+		return "", internal(op, err)
+	}
+	if s.live(v) {
+		return parseMark(v).build, nil
+	}
+	m := mark{exp: s.newExpiry(), build: timeline.NewBuild()}
+	return m.build, internal(op, s.reset(user, m, nil))
+}
+
+// reset replaces user's timeline (whatever an expired one left) with m and entries, trimmed to the
+// cap (the caller holds the lock).
+func (s *Store) reset(user string, m mark, entries []timeline.Entry) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) }); err != nil {
+		return err
+	}
+	_ = b.Set(markerKey(user), m.value(), nil)
+	for _, e := range timeline.Newest(entries, s.cap+1) { // one more, so the trim raises the floor
+		setEntries(b, []string{user}, e)
+	}
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		return err
+	}
+	s.markers.set(user, m.exp)
+	return s.trimOrSync(user)
+}
+
+// trimOrSync trims user's timeline and makes what was committed before durable (the caller holds
+// the lock).
+func (s *Store) trimOrSync(user string) error {
+	if err := s.trimLocked(user, cpebble.NoSync); err != nil {
+		return err
+	}
+	return s.syncLog()
+}
+
+// Complete implements timeline.Store.
+func (s *Store) Complete(ctx context.Context, user, build string, entries []timeline.Entry, floor timeline.Entry) (bool, error) {
+	const op rookery.Op = "pebblestore.Complete"
+	if err := s.check(op, user, entries); err != nil {
+		return false, err
+	}
+	if floor.PostID != "" {
+		if err := checkPost(op, floor.PostID); err != nil {
+			return false, err
+		}
+	}
+	if build == "" {
+		return false, rookery.E(op, rookery.Invalid, "no build")
+	}
+	defer s.locks.Lock(user)()
+	v, err := s.marker(user)
+	if err != nil || !s.live(v) || parseMark(v).build != build {
+		return false, internal(op, err)
+	}
+	m := parseMark(v)
+	m.build = ""
+	m.raise(floorOf(floor))
+	return true, internal(op, s.addLocked(user, m, entries))
+}
+
 // Create implements timeline.Store.
 func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entry) error {
 	const op rookery.Op = "pebblestore.Create"
@@ -463,21 +628,7 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 		return err
 	}
 	defer s.locks.Lock(user)()
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) }); err != nil {
-		return internal(op, err)
-	}
-	marker := s.markerValue()
-	_ = b.Set(markerKey(user), marker, nil)
-	for _, e := range timeline.Newest(entries, s.cap) {
-		setEntries(b, []string{user}, e)
-	}
-	if err := b.Commit(s.sync); err != nil {
-		return internal(op, err)
-	}
-	s.markers.set(user, expiry(marker))
-	return nil
+	return internal(op, s.reset(user, mark{exp: s.newExpiry()}, entries))
 }
 
 func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) error {
@@ -509,69 +660,36 @@ func (s *Store) each(user string, do func(k, v []byte)) error {
 	return it.Error()
 }
 
-// Add implements timeline.Store.
-func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
-	const op rookery.Op = "pebblestore.Add"
-	if err := s.check(op, user, entries); err != nil {
-		return err
-	}
-	defer s.locks.Lock(user)()
-	return internal(op, s.addLocked(user, timeline.Newest(entries, s.cap)))
-}
-
-// addLocked writes entries into user's timeline, if it exists, and trims it to exactly the cap.
-func (s *Store) addLocked(user string, entries []timeline.Entry) error {
-	v, err := s.marker(user)
-	if err != nil || !s.live(v) || len(entries) == 0 {
-		return err
-	}
+// addLocked writes m as user's marker and the entries not below its floor, and trims the timeline
+// to exactly the cap (the caller holds the lock and has checked that the timeline exists).
+func (s *Store) addLocked(user string, m mark, entries []timeline.Entry) error {
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, e := range entries {
-		setEntries(b, []string{user}, e)
+	_ = b.Set(markerKey(user), m.value(), nil)
+	for _, e := range timeline.Newest(entries, s.cap+1) {
+		if !m.below(user, entryKey(user, ms(e.At), e.PostID)) {
+			setEntries(b, []string{user}, e)
+		}
 	}
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		return err
 	}
-	return s.trimLocked(user, s.sync)
+	return s.trimOrSync(user)
 }
 
-// Merge implements timeline.Store: under the user's lock, it reads the oldest entry (not past its
-// TTL) and adds the entries newer than it.
+// Merge implements timeline.Store: under the user's lock, it reads the floor and adds the entries
+// not below it.
 func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
 	const op rookery.Op = "pebblestore.Merge"
 	if err := s.check(op, user, entries); err != nil {
 		return err
 	}
 	defer s.locks.Lock(user)()
-	oldest, ok, err := s.oldest(user)
-	if err != nil || !ok {
+	v, err := s.marker(user)
+	if err != nil || !s.live(v) || len(entries) == 0 {
 		return internal(op, err)
 	}
-	var newer []timeline.Entry
-	for _, e := range timeline.Newest(entries, s.cap) {
-		if oldest.Older(e) {
-			newer = append(newer, e)
-		}
-	}
-	return internal(op, s.addLocked(user, newer))
-}
-
-// oldest returns user's oldest entry that is not past its TTL; false if there is none.
-func (s *Store) oldest(user string) (timeline.Entry, bool, error) {
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: entryKey(user, ms(s.cutoff()), ""), UpperBound: feedEnd(user)})
-	if err != nil {
-		return timeline.Entry{}, false, err
-	}
-	defer it.Close()
-	if !it.First() {
-		return timeline.Entry{}, false, it.Error()
-	}
-	v, err := it.ValueAndErr()
-	if err != nil {
-		return timeline.Entry{}, false, err
-	}
-	return parseEntry(user, it.Key(), v), true, nil
+	return internal(op, s.addLocked(user, parseMark(v), entries))
 }
 
 // DropOlder implements timeline.Store.
@@ -581,8 +699,21 @@ func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) er
 		return err
 	}
 	defer s.locks.Lock(user)()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.raiseFloor(b, user, floorOf(e)); err != nil || b.Empty() {
+		return internal(op, err) // no timeline
+	}
 	bound := entryKey(user, ms(e.At), e.PostID)
-	return internal(op, s.deleteWhere(user, func(k, _ []byte) bool { return bytes.Compare(k, bound) < 0 }))
+	err := s.each(user, func(k, _ []byte) {
+		if bytes.Compare(k, bound) < 0 {
+			_ = b.Delete(k, nil)
+		}
+	})
+	if err != nil {
+		return internal(op, err)
+	}
+	return internal(op, b.Commit(s.sync))
 }
 
 // deleteWhere deletes the entries of user's timeline that pick selects (the caller holds the lock).

@@ -247,7 +247,7 @@ func TestPostIndexOutlivesEntries(t *testing.T) {
 	if err := s.RemoveAuthor(ctx, "u0", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(ctx, "u0", []timeline.Entry{{PostID: "P1", AuthorID: "a", At: e.At}}); err != nil {
+	if err := s.Merge(ctx, "u0", []timeline.Entry{{PostID: "P1", AuthorID: "a", At: e.At}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RemovePost(ctx, "P1"); err != nil {
@@ -258,7 +258,7 @@ func TestPostIndexOutlivesEntries(t *testing.T) {
 	}
 	// A data directory from before: one index key per entry, 'g' post 0x00 user -> be64(ms).
 	at := binary.BigEndian.AppendUint64(nil, uint64(e.At.UnixMilli())^1<<63)
-	if err := s.Add(ctx, "u1", []timeline.Entry{{PostID: "P2", AuthorID: "a", At: e.At}}); err != nil {
+	if err := s.Merge(ctx, "u1", []timeline.Entry{{PostID: "P2", AuthorID: "a", At: e.At}}); err != nil {
 		t.Fatal(err)
 	}
 	it, err := db.Engine().NewIter(&cpebble.IterOptions{LowerBound: []byte("gP2\x00"), UpperBound: []byte("gP2\x01")})

@@ -1,7 +1,10 @@
 // Package redis keeps home timelines in Redis sorted sets (seed 002 §2.5.4), for scale-out.
 //
 //	{<prefix>:<user>}:tl         sorted set: member "<post>!<author>", score = post time in ms;
-//	                              member "~" at score -inf marks that the timeline exists
+//	                              the sentinel at score -inf (rank 0) marks that the timeline
+//	                              exists and holds its state: "~" (complete, floor zero) or
+//	                              "~<floor ms>:<floor post>:<build>" (floor empty for zero; build
+//	                              empty once complete)
 //	{<prefix>:post:<post>}:in    set of the users whose timeline holds the post
 //
 // Each key carries a hash tag, so the store works on Redis Cluster. A push runs a script (add only
@@ -30,6 +33,7 @@ import (
 type Options struct {
 	Prefix string // key prefix (one deployment, or one test)
 	timeline.Limits
+	Clock rookery.Clock // nil means the system clock
 }
 
 // Store is a timeline.Store in Redis.
@@ -39,6 +43,7 @@ type Store struct {
 	cap    int
 	ttl    time.Duration
 	idle   time.Duration
+	clock  rookery.Clock
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -46,7 +51,10 @@ var _ timeline.Store = (*Store)(nil)
 // New returns a Store on c (a single node, or a cluster client).
 func New(c goredis.UniversalClient, o Options) *Store {
 	l := o.Limits.WithDefaults()
-	return &Store{c: c, prefix: o.Prefix, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter}
+	if o.Clock == nil {
+		o.Clock = rookery.SystemClock
+	}
+	return &Store{c: c, prefix: o.Prefix, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock}
 }
 
 const sentinel = "~"
@@ -74,33 +82,95 @@ func checkUser(op rookery.Op, user string) error {
 	return nil
 }
 
-// add adds the score/member pairs ARGV[3..] if the timeline exists, drops entries older than
-// ARGV[1], and keeps the newest ARGV[2] entries (rank 0 is the sentinel). It leaves the key's
-// expiry alone: only reads keep a timeline alive.
-var add = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i+1]) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
-return 1`)
-
-// merge is add for the pairs newer than the timeline's oldest entry once expired ones are dropped
-// (rank 1; an empty timeline takes none). Equal scores order by member, as post ids do.
-var merge = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(-inf', '(' .. ARGV[1])
-local low = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
-if #low == 0 then return 1 end
-local lm, ls = low[1], tonumber(low[2])
-for i = 3, #ARGV, 2 do
-  local sc = tonumber(ARGV[i])
-  if sc > ls or (sc == ls and ARGV[i+1] > lm) then redis.call('ZADD', KEYS[1], sc, ARGV[i+1]) end
+// lib is the Lua every script that writes a timeline's state or trims it shares (timeline.Store's
+// invariant: the floor only rises, trims raise it to the newest entry they cut).
+const lib = `
+local function state(k)
+  local s = redis.call('ZRANGE', k, 0, 0)[1]
+  if not s then return nil end
+  local ms, post, build = string.match(s, '^~(%d*):([^:]*):(.*)$')
+  if not ms then return {s = s, post = '', build = ''} end
+  return {s = s, ms = tonumber(ms), post = post, build = build}
 end
-redis.call('ZREMRANGEBYRANK', KEYS[1], 1, -(tonumber(ARGV[2]) + 1))
+local function save(k, st)
+  local ms = ''
+  if st.ms then ms = string.format('%d', st.ms) end
+  local s = '~' .. ms .. ':' .. st.post .. ':' .. st.build
+  if s ~= st.s then
+    redis.call('ZREM', k, st.s)
+    redis.call('ZADD', k, '-inf', s)
+    st.s = s
+  end
+end
+local function below(st, sc, p)
+  return st.ms ~= nil and (sc < st.ms or (sc == st.ms and p < st.post))
+end
+local function raise(st, sc, p)
+  if st.ms == nil or sc > st.ms or (sc == st.ms and p > st.post) then st.ms, st.post = sc, p end
+end
+local function postOf(m) return string.match(m, '^([^!]*)') end
+local function trim(k, st, cap)
+  local n = redis.call('ZCARD', k) - 1
+  if n <= cap then return end
+  local cut = redis.call('ZRANGE', k, n - cap, n - cap, 'WITHSCORES')
+  raise(st, tonumber(cut[2]), postOf(cut[1]))
+  redis.call('ZREMRANGEBYRANK', k, 1, n - cap)
+  save(k, st)
+end
+`
+
+// merge adds the score/member pairs ARGV[6..] that are not below the floor to an existing
+// timeline, drops entries older than ARGV[1] (the TTL) and keeps the newest ARGV[2]. With a build
+// ARGV[3] it is Complete: only a timeline being built by ARGV[3] takes them, its floor first
+// raised to ARGV[4] ms, ARGV[5] post (ARGV[4] empty: zero), and it becomes complete. It returns 1
+// if it wrote, else 0. It leaves the key's expiry alone: only reads keep a timeline alive.
+var merge = goredis.NewScript(lib + `
+local k = KEYS[1]
+local st = state(k)
+if not st then return 0 end
+if ARGV[3] ~= '' then
+  if st.build ~= ARGV[3] then return 0 end
+  st.build = ''
+  if ARGV[4] ~= '' then raise(st, tonumber(ARGV[4]), ARGV[5]) end
+end
+redis.call('ZREMRANGEBYSCORE', k, '(-inf', '(' .. ARGV[1])
+for i = 6, #ARGV, 2 do
+  if not below(st, tonumber(ARGV[i]), postOf(ARGV[i+1])) then redis.call('ZADD', k, ARGV[i], ARGV[i+1]) end
+end
+save(k, st)
+trim(k, st, tonumber(ARGV[2]))
 return 1`)
 
-func (s *Store) addArgs(entries []timeline.Entry) []any {
-	args := []any{time.Now().Add(-s.ttl).UnixMilli(), s.cap}
+// begin makes a missing timeline exist, being built by ARGV[1], expiring in ARGV[2] ms; it returns
+// the build of a timeline being built, and "" for a complete one.
+var begin = goredis.NewScript(lib + `
+local st = state(KEYS[1])
+if st then return st.build end
+redis.call('ZADD', KEYS[1], '-inf', '~::' .. ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return ARGV[1]`)
+
+// dropOlder raises an existing timeline's floor to ARGV[1] ms, ARGV[2] post and removes the
+// entries below it.
+var dropOlder = goredis.NewScript(lib + `
+local k = KEYS[1]
+local st = state(k)
+if not st then return 0 end
+raise(st, tonumber(ARGV[1]), ARGV[2])
+save(k, st)
+redis.call('ZREMRANGEBYSCORE', k, '(-inf', '(' .. ARGV[1])
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, ARGV[1], ARGV[1])) do
+  if postOf(m) < ARGV[2] then redis.call('ZREM', k, m) end
+end
+return 1`)
+
+// addArgs are merge's arguments (addEach's are its first four).
+func (s *Store) addArgs(build string, floor timeline.Entry, entries []timeline.Entry) []any {
+	fms := ""
+	if floor.PostID != "" {
+		fms = strconv.FormatInt(floor.At.UnixMilli(), 10)
+	}
+	args := []any{s.clock.Now().Add(-s.ttl).UnixMilli(), s.cap, build, fms, floor.PostID}
 	for _, e := range entries {
 		args = append(args, e.At.UnixMilli(), member(e))
 	}
@@ -121,23 +191,24 @@ func (s *Store) hold(ctx context.Context, users []any, entries []timeline.Entry)
 	return err
 }
 
-// addEach is add of one entry to many timelines (KEYS), without dropping expired entries (Page
-// does not show them; the cap and the key's expiry remove them): it returns, per key, 1 if the
-// timeline exists and took the entry, else 0. One call for a batch of timelines spares Redis a
-// script call per timeline (most of a push's cost); on a cluster a call takes one key, since a
-// script's keys must share a slot.
+// addEach adds one entry (score ARGV[1], member ARGV[2]) to many timelines (KEYS), without
+// dropping expired entries (Page does not show them; the cap and the key's expiry remove them): it
+// returns, per key, 1 if the timeline exists and took the entry, else 0. One call for a batch of
+// timelines spares Redis a script call per timeline (most of a push's cost); on a cluster a call
+// takes one key, since a script's keys must share a slot. An entry below a timeline's floor is
+// added too: Page never shows it, and the next trim takes it.
 //
 // A timeline holds its sentinel, so it exists exactly when ZCARD is above 0; and since every write
 // trims to the cap, one with fewer than cap entries before the add (ZCARD <= cap, the sentinel
 // counted) is within it after, and is not trimmed: a call saved on every timeline not yet full.
-var addEach = goredis.NewScript(`
+var addEach = goredis.NewScript(lib + `
 local out = {}
-local cap = tonumber(ARGV[2])
+local cap = tonumber(ARGV[3])
 for k = 1, #KEYS do
   local n = redis.call('ZCARD', KEYS[k])
   if n > 0 then
-    redis.call('ZADD', KEYS[k], ARGV[3], ARGV[4])
-    if n > cap then redis.call('ZREMRANGEBYRANK', KEYS[k], 1, -(cap + 1)) end
+    redis.call('ZADD', KEYS[k], ARGV[1], ARGV[2])
+    if n > cap then trim(KEYS[k], state(KEYS[k]), cap) end
     out[k] = 1
   else
     out[k] = 0
@@ -164,7 +235,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	if _, cluster := s.c.(*goredis.ClusterClient); cluster {
 		batch = 1
 	}
-	args := s.addArgs([]timeline.Entry{e})
+	args := []any{e.At.UnixMilli(), member(e), s.cap}
 	cmds, err := s.evalSha(ctx, addEach, func(pipe goredis.Pipeliner) {
 		for chunk := range slices.Chunk(keys, batch) {
 			addEach.EvalSha(ctx, pipe, chunk, args...)
@@ -207,31 +278,57 @@ func (s *Store) evalSha(ctx context.Context, script *goredis.Script, fill func(g
 	}
 }
 
-// Add implements timeline.Store.
-func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
-	return s.addWith(ctx, "redis.Add", add, user, entries)
+// Complete implements timeline.Store: one script checks the build and writes.
+func (s *Store) Complete(ctx context.Context, user, build string, entries []timeline.Entry, floor timeline.Entry) (bool, error) {
+	if build == "" {
+		return false, rookery.E("redis.Complete", rookery.Invalid, "no build")
+	}
+	return s.addWith(ctx, "redis.Complete", user, build, floor, entries)
 }
 
-// Merge implements timeline.Store: one script reads the oldest entry and adds the newer ones.
+// Merge implements timeline.Store: one script reads the floor and adds the entries not below it.
 func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
-	return s.addWith(ctx, "redis.Merge", merge, user, entries)
+	if len(entries) == 0 {
+		return checkUser("redis.Merge", user)
+	}
+	_, err := s.addWith(ctx, "redis.Merge", user, "", timeline.Entry{}, entries)
+	return err
 }
 
-// addWith runs script (add or merge) for entries on user's timeline and records the holder in the
-// post index. The index may name a timeline that did not take a post (merge left it out): RemovePost
-// then finds nothing to remove there.
-func (s *Store) addWith(ctx context.Context, op rookery.Op, script *goredis.Script, user string, entries []timeline.Entry) error {
+// addWith runs merge for entries on user's timeline and records the holder in the post index. The
+// index may name a timeline that did not take a post (below the floor): RemovePost then finds
+// nothing to remove there.
+func (s *Store) addWith(ctx context.Context, op rookery.Op, user, build string, floor timeline.Entry, entries []timeline.Entry) (bool, error) {
 	if err := checkUser(op, user); err != nil {
-		return err
+		return false, err
 	}
-	if len(entries) == 0 {
-		return nil
-	}
-	n, err := script.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(entries)...).Int()
+	n, err := merge.Run(ctx, s.c, []string{s.tlKey(user)}, s.addArgs(build, floor, entries)...).Int()
 	if err != nil || n == 0 {
-		return translate(op, err)
+		return false, translate(op, err)
 	}
-	return translate(op, s.hold(ctx, []any{user}, entries))
+	return true, translate(op, s.hold(ctx, []any{user}, entries))
+}
+
+// Begin implements timeline.Store.
+func (s *Store) Begin(ctx context.Context, user string) (string, error) {
+	const op rookery.Op = "redis.Begin"
+	if err := checkUser(op, user); err != nil {
+		return "", err
+	}
+	build, err := begin.Run(ctx, s.c, []string{s.tlKey(user)}, timeline.NewBuild(), s.idle.Milliseconds()).Text()
+	return build, translate(op, err)
+}
+
+// parseSentinel returns the state a sentinel holds.
+func parseSentinel(m string) (floor timeline.Entry, building bool) {
+	parts := strings.SplitN(strings.TrimPrefix(m, sentinel), ":", 3)
+	if len(parts) != 3 {
+		return timeline.Entry{}, false // "~": complete, floor zero
+	}
+	if ms, err := strconv.ParseInt(parts[0], 10, 64); err == nil {
+		floor = timeline.Entry{PostID: parts[1], At: time.UnixMilli(ms).UTC()}
+	}
+	return floor, parts[2] != ""
 }
 
 // Page implements timeline.Store: one round trip that refreshes the timeline's expiry (which
@@ -246,8 +343,9 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		return timeline.Page{}, rookery.E(op, rookery.Invalid, "limit must be 1 to 100")
 	}
 	k := s.tlKey(user)
-	pipe := s.c.Pipeline()
+	pipe := s.c.TxPipeline() // one atomic read: the state and the entries agree
 	exists := pipe.Expire(ctx, k, s.idle)
+	state := pipe.ZRange(ctx, k, 0, 0)
 	var ties *goredis.ZSliceCmd
 	max := "+inf"
 	if before.PostID != "" {
@@ -255,12 +353,16 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		ties = pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: ms, Stop: ms, ByScore: true, Rev: true})
 		max = "(" + ms
 	}
-	cutoff := time.Now().Add(-s.ttl).UnixMilli()
+	cutoff := s.clock.Now().Add(-s.ttl).UnixMilli()
 	older := pipe.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: k, Start: max, Stop: strconv.FormatInt(cutoff, 10), ByScore: true, Rev: true, Count: int64(limit)})
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return timeline.Page{}, translate(op, err)
 	}
-	if !exists.Val() {
+	if !exists.Val() || len(state.Val()) == 0 {
+		return timeline.Page{}, nil
+	}
+	floor, building := parseSentinel(state.Val()[0])
+	if building {
 		return timeline.Page{}, nil
 	}
 	var zs []goredis.Z
@@ -275,7 +377,11 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 	page := timeline.Page{Exists: true}
 	for _, z := range zs[:min(len(zs), limit)] {
 		post, author, _ := strings.Cut(z.Member.(string), sep)
-		page.Entries = append(page.Entries, timeline.Entry{PostID: post, AuthorID: author, At: time.UnixMilli(int64(z.Score)).UTC()})
+		e := timeline.Entry{PostID: post, AuthorID: author, At: time.UnixMilli(int64(z.Score)).UTC()}
+		if e.Below(floor) {
+			break // so is every later one
+		}
+		page.Entries = append(page.Entries, e)
 	}
 	return page, nil
 }
@@ -300,33 +406,17 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if _, err := pipe.Exec(ctx); err != nil {
 		return translate(op, err)
 	}
-	return s.Add(ctx, user, entries)
+	_, err := s.addWith(ctx, op, user, "", timeline.Entry{}, entries)
+	return err
 }
 
-// DropOlder implements timeline.Store.
+// DropOlder implements timeline.Store: one script.
 func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
 	const op rookery.Op = "redis.DropOlder"
 	if err := checkUser(op, user); err != nil {
 		return err
 	}
-	k := s.tlKey(user)
-	ms := strconv.FormatInt(e.At.UnixMilli(), 10)
-	pipe := s.c.Pipeline()
-	pipe.ZRemRangeByScore(ctx, k, "(-inf", "("+ms)
-	ties := pipe.ZRangeByScore(ctx, k, &goredis.ZRangeBy{Min: ms, Max: ms})
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return translate(op, err)
-	}
-	var gone []any
-	for _, m := range ties.Val() {
-		if post, _, _ := strings.Cut(m, sep); post < e.PostID {
-			gone = append(gone, m)
-		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	return translate(op, s.c.ZRem(ctx, k, gone...).Err())
+	return translate(op, dropOlder.Run(ctx, s.c, []string{s.tlKey(user)}, e.At.UnixMilli(), e.PostID).Err())
 }
 
 // Remove implements timeline.Store: the script that RemovePost runs per timeline, on one.

@@ -1,7 +1,9 @@
 // Package tablestore keeps home timelines in the table (seed 003/004 FeedItem partitions), so they
 // live in Pebble or DynamoDB like everything else.
 //
-//	marker   FEED#<user>  ~                      ttl  (the timeline exists; it expires when unread)
+//	marker   FEED#<user>  ~                      ttl  (the timeline exists; it expires when unread),
+//	                                             floor (an entry's sort key; absent: zero),
+//	                                             build (absent once complete)
 //	entry    FEED#<user>  <13-digit ms>#<post>   post_id, author_id, at, ttl;
 //	                                             GSI4 POST#<post> / FEED#<user>  (timelines holding a post)
 //
@@ -11,12 +13,13 @@
 // timeline nobody reads loses its marker, and with it its existence. RemovePost queries GSI4 for the
 // copies of a post and deletes them: O(copies), never a scan. Trimming to the cap on Push is
 // amortized: a push trims a timeline with probability 1/timeline.TrimEvery (timeline.TrimDue);
-// Add trims at once.
+// Complete and Merge trim at once. A trim raises the floor before it deletes, so no reader sees the
+// cut without the floor. Pushes and merges read no floor atomically with their writes (DynamoDB
+// has no such read): an entry written below a floor raised meanwhile is never shown.
 package tablestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,9 +76,48 @@ func entryOf(it table.Item) timeline.Entry {
 	return timeline.Entry{PostID: it.String("post_id"), AuthorID: it.String("author_id"), At: time.UnixMilli(it.Int("at")).UTC()}
 }
 
-// markerItem is user's marker, expiring InactiveAfter from now.
-func (s *Store) markerItem(user string) table.Item {
-	return table.Item{table.PK: feedPK(user), table.SK: marker, table.TTL: s.clock.Now().Add(s.idle).Unix()}
+// markerItem is user's marker, expiring InactiveAfter from now, being built by build ("": complete).
+func (s *Store) markerItem(user, build string) table.Item {
+	it := table.Item{table.PK: feedPK(user), table.SK: marker, table.TTL: s.clock.Now().Add(s.idle).Unix()}
+	if build != "" {
+		it["build"] = build
+	}
+	return it
+}
+
+func markerKey(user string) table.Key { return table.Key{PK: feedPK(user), SK: marker} }
+
+// floorSK is floor as a sort key ("" for zero): entries whose sort key is less are below it.
+func floorSK(floor timeline.Entry) string {
+	if floor.PostID == "" {
+		return ""
+	}
+	return entrySK(floor)
+}
+
+// raiseFloor raises the floor of user's timeline to sk, if it exists and its floor is lower.
+func (s *Store) raiseFloor(ctx context.Context, user, sk string) error {
+	for {
+		m, err := s.t.Get(ctx, markerKey(user))
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		cur := m.String("floor")
+		if sk == "" || cur >= sk {
+			return nil
+		}
+		same := table.Compare("floor", table.OpEq, cur)
+		if cur == "" {
+			same = table.NotExists("floor")
+		}
+		_, err = s.t.Update(ctx, markerKey(user), table.Update{Set: map[string]any{"floor": sk}}, table.Exists(table.PK), same)
+		if !rookery.IsKind(err, rookery.Conflict) {
+			return err
+		}
+		// The marker changed since it was read (another floor, a new build): read it again.
+	}
 }
 
 func checkUser(op rookery.Op, user string) error {
@@ -97,7 +139,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	return concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
 		keys := make([]table.Key, len(chunk))
 		for i, u := range chunk {
-			keys[i] = table.Key{PK: feedPK(u), SK: marker}
+			keys[i] = markerKey(u)
 		}
 		markers, err := s.t.BatchGet(ctx, keys)
 		if err != nil {
@@ -146,13 +188,21 @@ func concurrently[T any](parts []T, do func(T) error) error {
 	return first
 }
 
-// trim deletes the entries of user's timeline past the cap.
+// trim deletes the entries of user's timeline past the cap, having raised its floor to the newest
+// of them.
 func (s *Store) trim(ctx context.Context, user string) error {
 	seen := 0
-	return s.deleteWhere(ctx, s.entries(user, true), func(table.Item) bool {
-		seen++
-		return seen > s.cap
+	var raised error
+	err := s.deleteWhere(ctx, s.entries(user, true), func(it table.Item) bool {
+		if seen++; seen == s.cap+1 {
+			raised = s.raiseFloor(ctx, user, it.String(table.SK))
+		}
+		return seen > s.cap && raised == nil
 	})
+	if raised != nil {
+		return raised
+	}
+	return err
 }
 
 // entries is the query of user's timeline entries (the marker excluded), newest first if desc.
@@ -188,7 +238,7 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLe, Value: marker}, Desc: true, Limit: limit + 1}
 	if before.PostID != "" {
 		q = table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLt, Value: entrySK(before)}, Desc: true, Limit: limit}
-		m, err := s.t.Get(ctx, table.Key{PK: feedPK(user), SK: marker})
+		m, err := s.t.Get(ctx, markerKey(user))
 		if rookery.IsKind(err, rookery.NotFound) {
 			return timeline.Page{}, nil
 		} else if err != nil {
@@ -207,14 +257,22 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		}
 		mark, items = items[0], items[1:]
 	}
+	if mark.String("build") != "" {
+		return timeline.Page{}, nil // being built: it reads as missing
+	}
 	// Keep the timeline active: push the marker's expiry ahead, at most once an hour.
 	if mark.Int(table.TTL) < s.clock.Now().Add(s.idle-min(time.Hour, s.idle/10)).Unix() {
-		if err := s.t.Put(ctx, s.markerItem(user)); err != nil {
+		_, err := s.t.Update(ctx, markerKey(user), table.Update{Set: map[string]any{table.TTL: s.clock.Now().Add(s.idle).Unix()}}, table.Exists(table.PK))
+		if err != nil && !rookery.IsKind(err, rookery.Conflict) {
 			return timeline.Page{}, err
 		}
 	}
 	page := timeline.Page{Exists: true}
+	floor := mark.String("floor")
 	for _, it := range items {
+		if it.String(table.SK) < floor {
+			break // so is every later one
+		}
 		page.Entries = append(page.Entries, entryOf(it))
 	}
 	return page, nil
@@ -225,15 +283,85 @@ func (s *Store) Exists(ctx context.Context, user string) (bool, error) {
 	if err := checkUser("tablestore.Exists", user); err != nil {
 		return false, err
 	}
-	_, err := s.t.Get(ctx, table.Key{PK: feedPK(user), SK: marker})
+	_, err := s.t.Get(ctx, markerKey(user))
 	if rookery.IsKind(err, rookery.NotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
+// Begin implements timeline.Store: a conditional put of the marker, so that of two processes
+// beginning at once one writes it and the other takes its build.
+func (s *Store) Begin(ctx context.Context, user string) (string, error) {
+	const op rookery.Op = "tablestore.Begin"
+	if err := checkUser(op, user); err != nil {
+		return "", err
+	}
+	for {
+		m, err := s.t.Get(ctx, markerKey(user))
+		if err == nil {
+			return m.String("build"), nil
+		} else if !rookery.IsKind(err, rookery.NotFound) {
+			return "", err
+		}
+		// What an expired timeline left goes first: it says nothing about the new one.
+		if err := s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true }); err != nil {
+			return "", err
+		}
+		build := timeline.NewBuild()
+		err = s.t.Put(ctx, s.markerItem(user, build), table.NotExists(table.PK))
+		if err == nil {
+			return build, nil
+		} else if !rookery.IsKind(err, rookery.Conflict) {
+			return "", err
+		}
+	}
+}
+
+// Complete implements timeline.Store: it raises the floor, writes the entries above it, then marks
+// the timeline complete under a condition on the build.
+func (s *Store) Complete(ctx context.Context, user, build string, entries []timeline.Entry, floor timeline.Entry) (bool, error) {
+	const op rookery.Op = "tablestore.Complete"
+	if err := checkUser(op, user); err != nil {
+		return false, err
+	}
+	if build == "" {
+		return false, rookery.E(op, rookery.Invalid, "no build")
+	}
+	m, err := s.t.Get(ctx, markerKey(user))
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && m.String("build") != build {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if err := s.raiseFloor(ctx, user, floorSK(floor)); err != nil {
+		return false, err
+	}
+	if err := s.writeAbove(ctx, user, max(m.String("floor"), floorSK(floor)), entries); err != nil {
+		return false, err
+	}
+	_, err = s.t.Update(ctx, markerKey(user), table.Update{Remove: []string{"build"}}, table.Compare("build", table.OpEq, build))
+	if rookery.IsKind(err, rookery.Conflict) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, s.trim(ctx, user)
+}
+
+// writeAbove writes user's entries whose sort key is not below floor.
+func (s *Store) writeAbove(ctx context.Context, user, floor string, entries []timeline.Entry) error {
+	var writes []table.Write
+	for _, e := range timeline.Newest(entries, s.cap+1) {
+		if entrySK(e) >= floor {
+			writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
+		}
+	}
+	return s.write(ctx, writes)
+}
+
 // Create implements timeline.Store: it deletes what the timeline held, then writes the marker and
-// the newest cap entries.
+// the entries, and trims.
 func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entry) error {
 	const op rookery.Op = "tablestore.Create"
 	if err := checkUser(op, user); err != nil {
@@ -242,12 +370,13 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	if err := s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true }); err != nil {
 		return err
 	}
-	es := timeline.Newest(entries, s.cap)
-	writes := []table.Write{table.PutWrite(s.markerItem(user))}
-	for _, e := range es {
-		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
+	if err := s.t.Put(ctx, s.markerItem(user, "")); err != nil {
+		return err
 	}
-	return s.write(ctx, writes)
+	if err := s.writeAbove(ctx, user, "", entries); err != nil {
+		return err
+	}
+	return s.trim(ctx, user)
 }
 
 // write commits writes in transactions of up to MaxTransact, concurrently.
@@ -260,64 +389,21 @@ func (s *Store) write(ctx context.Context, writes []table.Write) error {
 	})
 }
 
-// Add implements timeline.Store.
-func (s *Store) Add(ctx context.Context, user string, entries []timeline.Entry) error {
-	const op rookery.Op = "tablestore.Add"
-	if err := checkUser(op, user); err != nil {
-		return err
-	}
-	if ok, err := s.Exists(ctx, user); err != nil || !ok {
-		return err
-	}
-	var writes []table.Write
-	for _, e := range timeline.Newest(entries, s.cap) {
-		writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, e)))
-	}
-	if err := s.write(ctx, writes); err != nil {
-		return err
-	}
-	return s.trim(ctx, user)
-}
-
-// Merge implements timeline.Store: it reads the oldest entry, and writes the newer entries in
-// transactions that check that entry is still there (a trim took it otherwise: read again).
+// Merge implements timeline.Store: it reads the floor and writes the entries not below it (an
+// entry left below a floor a concurrent trim raised is never shown), then trims.
 func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
 	const op rookery.Op = "tablestore.Merge"
 	if err := checkUser(op, user); err != nil {
 		return err
 	}
-	if ok, err := s.Exists(ctx, user); err != nil || !ok {
+	m, err := s.t.Get(ctx, markerKey(user))
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && len(entries) == 0 {
+		return nil
+	} else if err != nil {
 		return err
 	}
-	entries = timeline.Newest(entries, s.cap)
-	for done := 0; done < len(entries); {
-		q := s.entries(user, false)
-		q.Limit = 1
-		p, err := s.t.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		if len(p.Items) == 0 {
-			break // empty: it takes none
-		}
-		oldest := p.Items[0]
-		floor := entryOf(oldest)
-		writes := []table.Write{table.CheckWrite(oldest.Key(), table.Exists(table.PK))}
-		n := done
-		for ; n < len(entries) && len(writes) < table.MaxTransact; n++ {
-			if floor.Older(entries[n]) {
-				writes = append(writes, table.ImmutablePutWrite(s.entryItem(user, entries[n])))
-			}
-		}
-		if len(writes) > 1 {
-			var ce *table.ConditionError
-			if err := s.t.TransactWrite(ctx, writes); errors.As(err, &ce) {
-				continue // the oldest entry went (a trim): read it again
-			} else if err != nil {
-				return err
-			}
-		}
-		done = n
+	if err := s.writeAbove(ctx, user, m.String("floor"), entries); err != nil {
+		return err
 	}
 	return s.trim(ctx, user)
 }
@@ -325,6 +411,9 @@ func (s *Store) Merge(ctx context.Context, user string, entries []timeline.Entry
 // DropOlder implements timeline.Store.
 func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
 	if err := checkUser("tablestore.DropOlder", user); err != nil {
+		return err
+	}
+	if err := s.raiseFloor(ctx, user, floorSK(e)); err != nil {
 		return err
 	}
 	q := table.Query{PK: feedPK(user), SK: table.SKCond{Op: table.SKLt, Value: entrySK(e)}, Limit: table.MaxQueryLimit}

@@ -46,9 +46,12 @@ func Run(t *testing.T, open Factory) {
 		{"remove takes one entry, remove author all of theirs", testRemove},
 		{"remove post takes it from every timeline that holds it", testRemovePost},
 		{"paging while entries arrive neither repeats nor skips", testPagingWhilePushing},
-		{"add merges into an existing timeline and trims it to exactly the cap", testAdd},
-		{"drop older cuts a timeline below an entry, ties included", testDropOlder},
-		{"merge adds only above the oldest entry, so the timeline stays complete above it", testMerge},
+		{"complete publishes a build with what it pulled and what was pushed meanwhile", testBuild},
+		{"a build that failed stays unread until a later build completes it", testFailedBuild},
+		{"an entry pushed late, below the floor, is never shown", testLatePushBelowFloor},
+		{"merge and complete add above the floor and trim to exactly the cap", testMergeTrims},
+		{"drop older cuts a timeline below an entry, ties included, and raises its floor", testDropOlder},
+		{"merge adds only above the floor, so the timeline stays complete above it", testMerge},
 		{"merges racing pushes lose no push and leave no hole above the oldest entry", testMergeRacingPushes},
 		{"bad users and limits are invalid", testInvalid},
 	}
@@ -230,12 +233,12 @@ func testCap(t *testing.T, s timeline.Store) {
 	if len(got) < capacity || got[0] != entry(capacity+59).PostID || got[capacity-1] != entry(60).PostID {
 		t.Fatalf("after pushes: %d shown, %v..%v", len(got), got[0], got[len(got)-1])
 	}
-	// Add trims at once.
-	if err := s.Add(ctx, "big", []timeline.Entry{entry(capacity + 60)}); err != nil {
+	// Merge trims at once.
+	if err := s.Merge(ctx, "big", []timeline.Entry{entry(capacity + 60)}); err != nil {
 		t.Fatal(err)
 	}
 	if got = all(t, s, "big", 100); len(got) != capacity || got[capacity-1] != entry(61).PostID {
-		t.Fatalf("after an add: %d shown, %v..%v", len(got), got[0], got[len(got)-1])
+		t.Fatalf("after a merge: %d shown, %v..%v", len(got), got[0], got[len(got)-1])
 	}
 }
 
@@ -355,27 +358,150 @@ func testInvalid(t *testing.T, s timeline.Store) {
 	}
 }
 
-func testAdd(t *testing.T, s timeline.Store) {
+func entries(ns ...int) []timeline.Entry {
 	var es []timeline.Entry
+	for _, n := range ns {
+		es = append(es, entry(n))
+	}
+	return es
+}
+
+func begin(t *testing.T, s timeline.Store, user string) string {
+	t.Helper()
+	build, err := s.Begin(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return build
+}
+
+func complete(t *testing.T, s timeline.Store, user, build string, es []timeline.Entry, floor timeline.Entry) bool {
+	t.Helper()
+	ok, err := s.Complete(ctx, user, build, es, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// reads reports whether user's timeline reads as a complete one.
+func reads(t *testing.T, s timeline.Store, user string) bool {
+	t.Helper()
+	p, err := s.Page(ctx, user, timeline.Entry{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Exists
+}
+
+// testBuild: the read path's rebuild. Begin makes the timeline exist for pushes but not for reads;
+// Complete adds the pull above its floor and publishes it.
+func testBuild(t *testing.T, s timeline.Store) {
+	build := begin(t, s, "u")
+	if build == "" {
+		t.Fatal("begin of a missing timeline returned no build")
+	}
+	if ok, err := s.Exists(ctx, "u"); err != nil || !ok {
+		t.Fatalf("a timeline being built does not exist for pushes: %v, %v", ok, err)
+	}
+	if reads(t, s, "u") {
+		t.Fatal("a timeline being built reads as complete")
+	}
+	push(t, s, []string{"u"}, 9) // fan-out of a post committed during the pull
+	if again := begin(t, s, "u"); again != build {
+		t.Fatalf("a second begin returned build %q; want the running %q", again, build)
+	}
+	if complete(t, s, "u", "other", entries(5), timeline.Entry{}) {
+		t.Fatal("another build completed the timeline")
+	}
+	// The pull brought 3..8 of several authors, complete down to 4: 3 is below the floor.
+	if !complete(t, s, "u", build, entries(3, 4, 6, 8), entry(4)) {
+		t.Fatal("complete by the running build did nothing")
+	}
+	same(t, "the built timeline", all(t, s, "u", 10), ids(9, 8, 6, 4))
+	if again := begin(t, s, "u"); again != "" {
+		t.Fatalf("begin of a complete timeline returned build %q", again)
+	}
+	if complete(t, s, "u", build, entries(7), timeline.Entry{}) {
+		t.Fatal("a build completed a timeline twice")
+	}
+	// Complete of a missing timeline does nothing.
+	if complete(t, s, "ghost", build, entries(1), timeline.Entry{}) || reads(t, s, "ghost") {
+		t.Fatal("complete made a missing timeline")
+	}
+	// More than the cap: exactly the newest cap are kept, and the floor rises to the newest cut.
+	var many []int
+	for n := range capacity + 10 {
+		many = append(many, 100+n)
+	}
+	b := begin(t, s, "big")
+	complete(t, s, "big", b, entries(many...), timeline.Entry{})
+	got := all(t, s, "big", 100)
+	if len(got) != capacity || got[capacity-1] != entry(110).PostID {
+		t.Fatalf("built with %d: %d shown, down to %v", len(many), len(got), got[len(got)-1])
+	}
+	push(t, s, []string{"big"}, 105) // below the cut
+	same(t, "after a late push below the cut", all(t, s, "big", 100), got)
+}
+
+// testFailedBuild is the loss issue 22 reports: a rebuild whose pull failed left an empty timeline
+// that was trusted, and a late push (a retried fan-out of an older post) then made it look complete
+// above that post, hiding a newer post whose fan-out had skipped the missing timeline.
+func testFailedBuild(t *testing.T, s timeline.Store) {
+	build := begin(t, s, "r")    // the pull that would follow fails
+	push(t, s, []string{"r"}, 2) // the late push of p_old
+	if reads(t, s, "r") {
+		t.Fatal("a timeline whose build never completed reads as complete")
+	}
+	// The next read builds again: the same build, and a pull that finds p1, p_old and p_new.
+	again := begin(t, s, "r")
+	if again != build {
+		t.Fatalf("begin returned %q; want the unfinished build %q", again, build)
+	}
+	if !complete(t, s, "r", again, entries(1, 2, 3), timeline.Entry{}) {
+		t.Fatal("complete did nothing")
+	}
+	same(t, "the timeline", all(t, s, "r", 10), ids(3, 2, 1))
+}
+
+// testLatePushBelowFloor: a timeline complete above a floor (the rebuild's pull floor, or what a
+// trim cut) takes a late push below it with room to spare (removals made room): showing it would
+// claim everything between it and the floor, which the timeline does not hold.
+func testLatePushBelowFloor(t *testing.T, s timeline.Store) {
+	b := begin(t, s, "pulled")
+	complete(t, s, "pulled", b, entries(10, 12, 14), entry(12))
+	push(t, s, []string{"pulled"}, 11) // below the pull's floor
+	push(t, s, []string{"pulled"}, 13) // above it
+	same(t, "a pulled timeline", all(t, s, "pulled", 10), ids(14, 13, 12))
+
+	var ns []int
+	for n := range capacity + 10 {
+		ns = append(ns, 100+n) // 100..139: the cap keeps 110..139, the floor is 109
+	}
+	create(t, s, "u", ns...)
+	for _, n := range append([]int{115}, ns[20:]...) { // 115 and 120..139
+		if err := s.Remove(ctx, "u", entry(n).PostID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(t, s, []string{"u"}, 105) // below the floor, with 21 places free
+	push(t, s, []string{"u"}, 115) // above it
+	same(t, "a trimmed timeline", all(t, s, "u", 100), ids(119, 118, 117, 116, 115, 114, 113, 112, 111, 110))
+}
+
+// testMergeTrims: Merge and Complete keep exactly the newest cap of the union.
+func testMergeTrims(t *testing.T, s timeline.Store) {
+	var even []int
 	for n := range capacity {
-		es = append(es, entry(2*n)) // the even entries fill the timeline
+		even = append(even, 2*n) // the even entries fill the timeline
 	}
-	if err := s.Add(ctx, "missing", es); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := s.Exists(ctx, "missing"); ok {
-		t.Fatal("add created a timeline")
-	}
-	create(t, s, "u")
-	if err := s.Add(ctx, "u", es); err != nil {
-		t.Fatal(err)
-	}
-	// Ten odd entries among the newest: the timeline keeps exactly the newest cap of the union.
-	var odd []timeline.Entry
+	create(t, s, "u", even...)
+	// Ten odd entries among the newest, and one already there.
+	var odd []int
 	for n := 2*capacity - 21; n < 2*capacity; n += 2 {
-		odd = append(odd, entry(n))
+		odd = append(odd, n)
 	}
-	if err := s.Add(ctx, "u", append(odd, es[len(es)-1])); err != nil { // one already there
+	if err := s.Merge(ctx, "u", entries(append(odd, even[len(even)-1])...)); err != nil {
 		t.Fatal(err)
 	}
 	got := all(t, s, "u", 100)
@@ -385,7 +511,7 @@ func testAdd(t *testing.T, s timeline.Store) {
 			want = append(want, entry(n).PostID)
 		}
 	}
-	same(t, "after add", got, want)
+	same(t, "after merge", got, want)
 }
 
 func testDropOlder(t *testing.T, s timeline.Store) {
@@ -398,6 +524,12 @@ func testDropOlder(t *testing.T, s timeline.Store) {
 		t.Fatal(err)
 	}
 	same(t, "after drop older", all(t, s, "u", 10), []string{"P0006", "P0005", "P0004b"})
+	// The floor rose: a late push or a merge below it is not shown.
+	push(t, s, []string{"u"}, 3)
+	if err := s.Merge(ctx, "u", entries(2)); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "after pushes below the floor", all(t, s, "u", 10), []string{"P0006", "P0005", "P0004b"})
 	// Paging by an entry that is gone still starts right after it.
 	p, err := s.Page(ctx, "u", entry(6), 10)
 	if err != nil {
@@ -426,13 +558,6 @@ func testInactive(t *testing.T, s timeline.Store) {
 }
 
 func testMerge(t *testing.T, s timeline.Store) {
-	entries := func(ns ...int) []timeline.Entry {
-		var es []timeline.Entry
-		for _, n := range ns {
-			es = append(es, entry(n))
-		}
-		return es
-	}
 	merge := func(user string, ns ...int) {
 		t.Helper()
 		if err := s.Merge(ctx, user, entries(ns...)); err != nil {
@@ -443,30 +568,34 @@ func testMerge(t *testing.T, s timeline.Store) {
 	if ok, _ := s.Exists(ctx, "missing"); ok {
 		t.Fatal("merge created a timeline")
 	}
+	// An empty timeline of floor zero holds everything there is: it takes all.
 	create(t, s, "empty")
 	merge("empty", 1, 2)
-	same(t, "an empty timeline after a merge", all(t, s, "empty", 100), nil)
+	same(t, "an empty timeline after a merge", all(t, s, "empty", 100), ids(2, 1))
 
 	// A full timeline takes cap newer entries (2000, 2002, ... 2058): the exact trim takes every
-	// older one away.
+	// older one away and raises the floor to 1058.
 	var full, newer []int
 	for n := range capacity {
 		full, newer = append(full, 1000+2*n), append(newer, 2000+2*n)
 	}
 	create(t, s, "u", full...)
-	if err := s.Add(ctx, "u", entries(newer...)); err != nil {
-		t.Fatal(err)
-	}
-	// Removals make room: 2040..2058 are left, and below 2040 the timeline says nothing.
+	merge("u", newer...)
+	// Removals make room: 2040..2058 are left.
 	for _, n := range newer[:20] {
 		if err := s.Remove(ctx, "u", entry(n).PostID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// One author's posts: 2045 (above the oldest entry) goes in; 2040 is there already; 2031 and
-	// 1001 would sit under the entries the trim took, so they stay out (the read pulls down there).
+	// One author's posts: 2045 and 2031 (above the floor) go in; 2040 is there already; 1001 would
+	// sit under the entries the trim took, so it stays out (the read pulls down there).
 	merge("u", 2045, 2040, 2031, 1001)
-	same(t, "after the merge", all(t, s, "u", 100), ids(2058, 2056, 2054, 2052, 2050, 2048, 2046, 2045, 2044, 2042, 2040))
+	same(t, "after the merge", all(t, s, "u", 100), ids(2058, 2056, 2054, 2052, 2050, 2048, 2046, 2045, 2044, 2042, 2040, 2031))
+	// A timeline being built takes a merge (a follow committed after its pull read the follows).
+	b := begin(t, s, "building")
+	merge("building", 7)
+	complete(t, s, "building", b, entries(8), timeline.Entry{})
+	same(t, "a build merged into", all(t, s, "building", 10), ids(8, 7))
 }
 
 // testTTL runs on a store whose entries live 30 minutes: entry n is an hour old.

@@ -1,0 +1,139 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/timeline"
+)
+
+// TestFailedRebuildLosesNoPost is issue 22's loss, step by step in one process: a reader who never
+// read their feed (no timeline) follows an author whose posts p_old and p_new fan-out skips; the
+// reader's first read fails half-way through the rebuild (the store fails its queries); then a
+// late, retried push of p_old lands. Every post must still be in the feed. Before the fix, the
+// failed rebuild left an empty timeline that was trusted, and the late push made it look complete
+// above p_old, hiding p_new for good.
+func TestFailedRebuildLosesNoPost(t *testing.T) {
+	for _, timelines := range []string{"", "redis"} {
+		t.Run(cmpOr(timelines, "store"), func(t *testing.T) {
+			f, store := newFixtureWith(t, fixtureConfig{timelines: timelines})
+			server := token(t, "app", true)
+			for _, u := range []string{"r", "a"} {
+				f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`_user"}`), 201, "")
+			}
+			r, a := token(t, "r", false), token(t, "a", false)
+			f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
+			post := func(text string) map[string]any {
+				t.Helper()
+				reply := f.do("POST", "/v1/posts", a, `{"text":"`+text+`"}`)
+				f.want(reply, 201, "")
+				time.Sleep(2 * time.Millisecond) // distinct milliseconds: p_old is older than p_new
+				return reply.body
+			}
+			post("p1")
+			pOld := post("p_old")
+			post("p_new")
+			f.drain()
+			f.loseTimeline("r") // as Redis restarted empty: fan-out of all three skipped r
+
+			failure := rookery.E("test", rookery.Unavailable, "the store is paused")
+			store.queryErr.Store(&failure)
+			if got := f.do("GET", "/v1/feed", r, ""); got.status != 503 {
+				t.Fatalf("feed read while the store fails = %d %s", got.status, got.raw)
+			}
+			store.queryErr.Store(nil)
+
+			// The retried fan-out of p_old lands now.
+			at, err := time.Parse(time.RFC3339Nano, pOld["created_at"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			late := timeline.Entry{PostID: pOld["id"].(string), AuthorID: "a", At: at.Truncate(time.Millisecond)}
+			if err := f.timelines.Push(context.Background(), []string{"r"}, late); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the read that rebuilds, and one from the timeline it built
+				if got := feedTexts(f, r, 2); got != "p_new,p_old,p1" {
+					t.Fatalf("feed = %s; want p_new,p_old,p1", got)
+				}
+			}
+		})
+	}
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// feedTexts pages tok's feed to the end with page size limit and returns the posts' texts.
+func feedTexts(f *fixture, tok string, limit int) string {
+	f.t.Helper()
+	var texts []string
+	cursor := ""
+	for range 100 {
+		r := f.do("GET", fmt.Sprintf("/v1/feed?limit=%d&cursor=%s", limit, cursor), tok, "")
+		f.want(r, 200, "")
+		for _, it := range r.body["items"].([]any) {
+			texts = append(texts, it.(map[string]any)["text"].(string))
+		}
+		next, ok := r.body["next_cursor"].(string)
+		if !ok {
+			return strings.Join(texts, ",")
+		}
+		cursor = next
+	}
+	f.t.Fatal("paging does not end")
+	return ""
+}
+
+// TestFeedCursors: the feed's cursor is sealed like every list's (tampered, forged or another
+// reader's: 400), and a last page that happens to be full has no next cursor.
+func TestFeedCursors(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"r", "s", "a"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`_user"}`), 201, "")
+	}
+	r, s, a := token(t, "r", false), token(t, "s", false), token(t, "a", false)
+	f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/s/following/a", s, ""), 200, "")
+	for i := range 4 {
+		f.want(f.do("POST", "/v1/posts", a, fmt.Sprintf(`{"text":"post %d"}`, i)), 201, "")
+	}
+	f.drain()
+
+	first := f.do("GET", "/v1/feed?limit=2", r, "")
+	f.want(first, 200, "")
+	cursor, ok := first.body["next_cursor"].(string)
+	if !ok {
+		t.Fatalf("first page of 4 posts by 2 has no cursor: %s", first.raw)
+	}
+	last := f.do("GET", "/v1/feed?limit=2&cursor="+cursor, r, "")
+	f.want(last, 200, "")
+	if n := len(last.body["items"].([]any)); n != 2 || last.body["next_cursor"] != nil {
+		t.Fatalf("the last page, full: %d posts, next_cursor %v; want 2 and null", n, last.body["next_cursor"])
+	}
+	if got := feedTexts(f, r, 4); got != "post 3,post 2,post 1,post 0" {
+		t.Fatalf("feed in one full page = %s", got)
+	}
+
+	raw, _ := base64.RawURLEncoding.DecodeString(cursor)
+	raw[len(raw)/2] ^= 1
+	bad := []string{
+		base64.RawURLEncoding.EncodeToString(raw),                        // tampered
+		base64.RawURLEncoding.EncodeToString([]byte("1700000000000.P1")), // the old plain form
+		"forged",
+	}
+	for _, c := range bad {
+		f.want(f.do("GET", "/v1/feed?limit=2&cursor="+c, r, ""), 400, "invalid")
+	}
+	f.want(f.do("GET", "/v1/feed?limit=2&cursor="+cursor, s, ""), 400, "invalid") // another reader's
+}
