@@ -1,8 +1,19 @@
 # Rookery's entry points. `make test` is the test command the README and CI use.
-.PHONY: test build bench bench-dynamo check
+.PHONY: test build bench bench-dynamo check faults soak
 
 test:
 	@scripts/test.sh
+
+# The fault test of the scaled-out deployment (make test runs a short one): SEEDS new seeds, or
+# SEED=n to rerun one seed's schedule.
+SEEDS ?= 5
+faults:
+	go test -count=1 -timeout 0 -v -run TestFaults ./faults -faults.seeds=$(SEEDS) $(if $(SEED),-faults.seed=$(SEED))
+
+# A soak: new seeds of the fault test until SOAK has passed.
+SOAK ?= 30m
+soak:
+	go test -count=1 -timeout 0 -v -run TestFaults ./faults -faults.soak=$(SOAK)
 
 build:
 	go build -o bin/rookery ./cmd/rookery

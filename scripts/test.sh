@@ -36,7 +36,9 @@ if [ -z "${ROOKERY_TEST_POSTGRES_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/5432
 fi
 
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(./...)
+# The fault test (./faults) runs alone, after the rest: it starts servers of its own and times
+# their faults, and other packages' tests on the same two cores would slow it past its timeouts.
+[ ${#args[@]} -gt 0 ] || mapfile -t args < <(go list ./... | grep -v '/faults$')
 echo "== go test -race ${args[*]}"
 go test -race -count=1 -timeout 20m "${args[@]}"
 
@@ -44,6 +46,11 @@ if [ $# -eq 0 ]; then
 	# The HTTP scenario tests once more, on DynamoDB Local instead of Pebble.
 	echo "== ROOKERY_TEST_STORE=dynamo go test -race ./httpapi (scenario tests on DynamoDB Local)"
 	ROOKERY_TEST_STORE=dynamo go test -race -count=1 ./httpapi
+
+	# The fault test of the scaled-out deployment: the saved failing seeds and ROOKERY_FAULT_SEEDS
+	# new ones (default 1); `make soak` runs it for longer.
+	echo "== go test ./faults (the scale-out deployment under faults; seeds are printed)"
+	go test -count=1 -timeout 30m -v -run TestFaults ./faults
 
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"

@@ -1,0 +1,283 @@
+// Package model is a reference model of Rookery's social state, computed from first principles, for
+// tests that drive the real service through HTTP and compare what it shows with what it should show
+// (API.md): users, the follow graph, blocks and mutes, posts with their visibility, likes, comments,
+// notifications, and from them every home feed, list and counter.
+//
+// The driver applies an action to the model only once the service acknowledged it, and asks the
+// model beforehand whether the service must accept it (Can*). Times and ids come from the service's
+// replies. A Model is not safe for concurrent use.
+package model
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Pair is an ordered pair of users: follower and followee, blocker and blocked, muter and muted.
+type Pair struct{ From, To string }
+
+// Post is a post as the model keeps it.
+type Post struct {
+	ID, Author, Text string
+	Followers        bool   // visibility "followers" (else "public")
+	CreatedAt        string // as the API wrote it (RFC 3339 UTC with ms): sorts as time
+	Mentions         []string
+	Deleted          bool
+	Likes            map[string]bool
+	Comments         []string // comment ids, oldest first
+}
+
+// Notice is a notification the model expects: to Recipient, of Type, by Actor, about Post and
+// Comment ("" when none).
+type Notice struct {
+	Recipient, Type, Actor, Post, Comment string
+	step                                  int // when its event happened
+}
+
+// Model is the whole state.
+type Model struct {
+	Follows, Blocks, Mutes map[Pair]bool
+	users                  map[string]bool
+	posts                  []*Post
+	byID                   map[string]*Post
+	notices                []Notice
+	blocked                map[Pair][]int // the steps at which From blocked To
+	step                   int
+}
+
+// New returns an empty model.
+func New() *Model {
+	return &Model{Follows: map[Pair]bool{}, Blocks: map[Pair]bool{}, Mutes: map[Pair]bool{}, users: map[string]bool{},
+		byID: map[string]*Post{}, blocked: map[Pair][]int{}}
+}
+
+// AddUser records a user whose username is their id.
+func (m *Model) AddUser(id string) { m.users[id] = true }
+
+// Post returns the post with id, or nil.
+func (m *Model) Post(id string) *Post { return m.byID[id] }
+
+// Posts returns every post ever made, deleted ones too, in the order they were made.
+func (m *Model) Posts() []*Post { return m.posts }
+
+func (m *Model) tick() int { m.step++; return m.step }
+
+// blockedEither reports whether a and b are separated by a block, either way.
+func (m *Model) blockedEither(a, b string) bool { return m.Blocks[Pair{a, b}] || m.Blocks[Pair{b, a}] }
+
+// CanFollow reports whether a may follow b.
+func (m *Model) CanFollow(a, b string) bool { return a != b && m.users[b] && !m.blockedEither(a, b) }
+
+// Follow records that a follows b (a repeat changes nothing).
+func (m *Model) Follow(a, b string) {
+	if m.Follows[Pair{a, b}] {
+		return
+	}
+	m.Follows[Pair{a, b}] = true
+	m.notify(b, "follow", a, "", "")
+}
+
+// Unfollow records that a no longer follows b.
+func (m *Model) Unfollow(a, b string) { delete(m.Follows, Pair{a, b}) }
+
+// Block records that a blocked b: follows go both ways.
+func (m *Model) Block(a, b string) {
+	m.Blocks[Pair{a, b}] = true
+	delete(m.Follows, Pair{a, b})
+	delete(m.Follows, Pair{b, a})
+	m.blocked[Pair{a, b}] = append(m.blocked[Pair{a, b}], m.tick())
+}
+
+// Unblock records that a no longer blocks b.
+func (m *Model) Unblock(a, b string) { delete(m.Blocks, Pair{a, b}) }
+
+// Mute and Unmute record that a muted, or no longer mutes, b.
+func (m *Model) Mute(a, b string)   { m.Mutes[Pair{a, b}] = true }
+func (m *Model) Unmute(a, b string) { delete(m.Mutes, Pair{a, b}) }
+
+var mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]{3,30})`)
+
+// mentionsOf returns the users text mentions, each once, in order.
+func (m *Model) mentionsOf(text string) []string {
+	var out []string
+	for _, g := range mentionRE.FindAllStringSubmatch(text, -1) {
+		if u := strings.ToLower(g[1]); m.users[u] && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// CanWrite reports whether author may post or edit to text: nobody it mentions has blocked them.
+func (m *Model) CanWrite(author, text string) bool {
+	for _, u := range m.mentionsOf(text) {
+		if m.Blocks[Pair{u, author}] {
+			return false
+		}
+	}
+	return true
+}
+
+// CreatePost records a post the service created.
+func (m *Model) CreatePost(id, author, text string, followers bool, createdAt string) *Post {
+	p := &Post{ID: id, Author: author, Text: text, Followers: followers, CreatedAt: createdAt,
+		Mentions: m.mentionsOf(text), Likes: map[string]bool{}}
+	m.posts = append(m.posts, p)
+	m.byID[id] = p
+	for _, u := range p.Mentions {
+		m.notify(u, "mention", author, id, "")
+	}
+	return p
+}
+
+// Edit records a new text of post id: users it mentions for the first time are notified.
+func (m *Model) Edit(id, text string) {
+	p := m.byID[id]
+	for _, u := range m.mentionsOf(text) {
+		if !slices.Contains(p.Mentions, u) {
+			p.Mentions = append(p.Mentions, u)
+			m.notify(u, "mention", p.Author, id, "")
+		}
+	}
+	p.Text = text
+}
+
+// Delete records that post id was deleted.
+func (m *Model) Delete(id string) { m.byID[id].Deleted = true }
+
+// CanSee reports whether viewer may see post p anywhere (and so like, unlike or comment on it).
+func (m *Model) CanSee(viewer string, p *Post) bool {
+	switch {
+	case p.Deleted || m.blockedEither(viewer, p.Author):
+		return false
+	case p.Followers:
+		return viewer == p.Author || m.Follows[Pair{viewer, p.Author}]
+	}
+	return true
+}
+
+// Like records that user likes post id (a repeat changes nothing).
+func (m *Model) Like(id, user string) {
+	p := m.byID[id]
+	if p.Likes[user] {
+		return
+	}
+	p.Likes[user] = true
+	m.notify(p.Author, "like", user, id, "")
+}
+
+// Unlike records that user no longer likes post id; the like's notification, never read here, goes.
+func (m *Model) Unlike(id, user string) {
+	p := m.byID[id]
+	if !p.Likes[user] {
+		return
+	}
+	delete(p.Likes, user)
+	for i := len(m.notices) - 1; i >= 0; i-- {
+		if n := m.notices[i]; n.Type == "like" && n.Post == id && n.Actor == user {
+			m.notices = slices.Delete(m.notices, i, i+1)
+			break
+		}
+	}
+}
+
+// Comment records comment cid by user on post id.
+func (m *Model) Comment(id, user, cid string) {
+	p := m.byID[id]
+	p.Comments = append(p.Comments, cid)
+	m.notify(p.Author, "comment", user, id, cid)
+}
+
+func (m *Model) notify(recipient, typ, actor, post, comment string) {
+	if recipient == actor {
+		return // nobody is notified of their own actions
+	}
+	m.notices = append(m.notices, Notice{Recipient: recipient, Type: typ, Actor: actor, Post: post, Comment: comment, step: m.tick()})
+}
+
+// Feed is user u's whole home feed: the ids of the posts of everyone u follows and u's own, newest
+// first by (created_at, id), without deleted, muted, blocked or (followers-only) invisible posts.
+func (m *Model) Feed(u string) []string {
+	var ps []*Post
+	for _, p := range m.posts {
+		a := p.Author
+		switch {
+		case p.Deleted:
+		case a != u && !m.Follows[Pair{u, a}]:
+		case a != u && (m.Mutes[Pair{u, a}] || m.blockedEither(u, a)):
+		default:
+			ps = append(ps, p)
+		}
+	}
+	return ids(newestFirst(ps))
+}
+
+// AuthorPosts are u's posts that are not deleted, newest first, as u lists them.
+func (m *Model) AuthorPosts(u string) []*Post {
+	var ps []*Post
+	for _, p := range m.posts {
+		if p.Author == u && !p.Deleted {
+			ps = append(ps, p)
+		}
+	}
+	return newestFirst(ps)
+}
+
+func newestFirst(ps []*Post) []*Post {
+	slices.SortFunc(ps, func(x, y *Post) int {
+		if c := strings.Compare(y.CreatedAt, x.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(y.ID, x.ID)
+	})
+	return ps
+}
+
+func ids(ps []*Post) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.ID
+	}
+	return out
+}
+
+// Following and Followers are the users u follows and who follow u, sorted.
+func (m *Model) Following(u string) []string {
+	return m.edges(func(p Pair) (bool, string) { return p.From == u, p.To })
+}
+func (m *Model) Followers(u string) []string {
+	return m.edges(func(p Pair) (bool, string) { return p.To == u, p.From })
+}
+
+func (m *Model) edges(pick func(Pair) (bool, string)) []string {
+	out := []string{}
+	for p := range m.Follows {
+		if ok, other := pick(p); ok {
+			out = append(out, other)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PostCount is how many of u's posts are not deleted.
+func (m *Model) PostCount(u string) int { return len(m.AuthorPosts(u)) }
+
+// Notifications returns the notifications u must have (required) and those u may have or not
+// (optional): one whose recipient blocked its actor after it happened (the worker checks the block
+// when it handles the event), and a mention in a post deleted since (the worker skips it).
+func (m *Model) Notifications(u string) (required, optional []Notice) {
+	for _, n := range m.notices {
+		if n.Recipient != u {
+			continue
+		}
+		late := slices.ContainsFunc(m.blocked[Pair{n.Recipient, n.Actor}], func(s int) bool { return s > n.step })
+		if late || n.Type == "mention" && m.byID[n.Post].Deleted {
+			optional = append(optional, n)
+		} else {
+			required = append(required, n)
+		}
+	}
+	return required, optional
+}
