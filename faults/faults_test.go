@@ -498,20 +498,18 @@ func (w *workload) likedBy(u string) *model.Post {
 func (w *workload) react(op, u, tok string, p *model.Post) {
 	may := w.m.CanSee(u, p)
 	switch op {
-	case "like":
+	case "like", "unlike":
+		method, ok, apply := "PUT", 200, w.m.Like
+		if op == "unlike" {
+			method, ok, apply = "DELETE", 204, w.m.Unlike
+		}
+		path := "/v1/posts/" + p.ID + "/likes/" + u
 		if !may {
-			w.c.must("PUT", "/v1/posts/"+p.ID+"/likes/"+u, tok, "", "", 404, 403)
+			w.c.must(method, path, tok, "", "", 404, 403)
 			return
 		}
-		w.c.must("PUT", "/v1/posts/"+p.ID+"/likes/"+u, tok, "", "", 200)
-		w.m.Like(p.ID, u)
-	case "unlike":
-		if !may {
-			w.c.must("DELETE", "/v1/posts/"+p.ID+"/likes/"+u, tok, "", "", 404, 403)
-			return
-		}
-		w.c.must("DELETE", "/v1/posts/"+p.ID+"/likes/"+u, tok, "", "", 204)
-		w.m.Unlike(p.ID, u)
+		w.c.must(method, path, tok, "", "", ok)
+		apply(p.ID, u)
 	case "comment":
 		id := ulid.Make().String()
 		body := jsonBody(map[string]string{"id": id, "text": fmt.Sprintf("comment %d", w.n)})

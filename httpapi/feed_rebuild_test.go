@@ -22,11 +22,8 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 	for _, timelines := range []string{"", "redis"} {
 		t.Run(cmpOr(timelines, "store"), func(t *testing.T) {
 			f, store := newFixtureWith(t, fixtureConfig{timelines: timelines})
-			server := token(t, "app", true)
-			for _, u := range []string{"r", "a"} {
-				f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`_user"}`), 201, "")
-			}
-			r, a := token(t, "r", false), token(t, "a", false)
+			toks := f.register("r", "a")
+			r, a := toks[0], toks[1]
 			f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
 			post := func(text string) map[string]any {
 				t.Helper()
@@ -47,6 +44,12 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 				t.Fatalf("feed read while the store fails = %d %s", got.status, got.raw)
 			}
 			store.queryErr.Store(nil)
+			if !strings.Contains(f.logs.String(), "timeline rebuild failed") {
+				t.Error("the failed rebuild was not logged")
+			}
+			if m := f.do("GET", "/metrics", "", ""); !strings.Contains(m.raw, `rookery_timeline_rebuilds_total{outcome="failed"} 1`) {
+				t.Error("the failed rebuild was not counted in rookery_timeline_rebuilds_total")
+			}
 
 			// The retried fan-out of p_old lands now.
 			at, err := time.Parse(time.RFC3339Nano, pOld["created_at"].(string))
@@ -62,8 +65,23 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 					t.Fatalf("feed = %s; want p_new,p_old,p1", got)
 				}
 			}
+			if m := f.do("GET", "/metrics", "", ""); !strings.Contains(m.raw, `rookery_timeline_rebuilds_total{outcome="complete"} 1`) {
+				t.Error("the completed rebuild was not counted")
+			}
 		})
 	}
+}
+
+// register creates users (each with the username <id>_user) and returns their tokens.
+func (f *fixture) register(ids ...string) []string {
+	f.t.Helper()
+	server := token(f.t, "app", true)
+	var toks []string
+	for _, u := range ids {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`_user"}`), 201, "")
+		toks = append(toks, token(f.t, u, false))
+	}
+	return toks
 }
 
 func cmpOr(s, or string) string {
@@ -98,11 +116,8 @@ func feedTexts(f *fixture, tok string, limit int) string {
 // reader's: 400), and a last page that happens to be full has no next cursor.
 func TestFeedCursors(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	for _, u := range []string{"r", "s", "a"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`_user"}`), 201, "")
-	}
-	r, s, a := token(t, "r", false), token(t, "s", false), token(t, "a", false)
+	toks := f.register("r", "s", "a")
+	r, s, a := toks[0], toks[1], toks[2]
 	f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
 	f.want(f.do("PUT", "/v1/users/s/following/a", s, ""), 200, "")
 	for i := range 4 {

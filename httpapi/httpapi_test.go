@@ -164,7 +164,8 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
-		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement})
+		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRebuild: m.ObserveRebuild})
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{
