@@ -332,7 +332,7 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 			a.cacheStreak(ctx, rec)
 			return ActivityResult{PointsAwarded: points, Streak: rec.view(now)}, nil
 		case errors.As(err, &ce) && ce.Index == 0:
-			return a.duplicate(ctx, op, act.user, claimK)
+			return a.duplicate(ctx, op, act.user)
 		case errors.As(err, &ce):
 			continue // the streak record changed under us: read it again from the table
 		default:
@@ -342,17 +342,14 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 	return ActivityResult{}, rookery.E(op, rookery.Unavailable, "the streak is being changed by many writers; retry")
 }
 
-// duplicate is the reply to an activity whose key was recorded before.
-func (a *App) duplicate(ctx context.Context, op rookery.Op, user string, claim table.Key) (ActivityResult, error) {
-	it, err := a.table.Get(ctx, claim)
-	if err != nil && !rookery.IsKind(err, rookery.NotFound) {
-		return ActivityResult{}, err
-	}
+// duplicate is the reply to an activity whose key was recorded before: nothing is awarded by it
+// (points_awarded 0; the points the first one earned are in the streak's total).
+func (a *App) duplicate(ctx context.Context, op rookery.Op, user string) (ActivityResult, error) {
 	rec, err := a.loadStreak(ctx, op, user, true)
 	if err != nil {
 		return ActivityResult{}, err
 	}
-	return ActivityResult{PointsAwarded: it.Int("points"), Duplicate: true, Streak: rec.view(a.clock.Now())}, nil
+	return ActivityResult{PointsAwarded: 0, Duplicate: true, Streak: rec.view(a.clock.Now())}, nil
 }
 
 // UserStreak returns user's streak, read on today in their time zone. Any authenticated caller may

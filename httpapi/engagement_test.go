@@ -31,7 +31,7 @@ func TestActivitiesThroughHTTP(t *testing.T) {
 	}
 	r = f.do("POST", "/v1/activities", ann, `{"type":"daily_open","idempotency_key":"open-1"}`)
 	f.want(r, 200, "")
-	if r.body["duplicate"] != true || r.body["streak"].(map[string]any)["total_points"] != float64(10) {
+	if r.body["duplicate"] != true || r.body["points_awarded"] != float64(0) || r.body["streak"].(map[string]any)["total_points"] != float64(10) {
 		t.Fatalf("duplicate: %s", r.raw)
 	}
 	late := time.Now().Add(-49 * time.Hour).UTC().Format(time.RFC3339)
