@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
@@ -19,28 +22,42 @@ func (a *App) checkDLQ(ctx context.Context, op rookery.Op, group string) error {
 	if a.events == nil {
 		return rookery.E(op, rookery.Unavailable, "this process has no event log")
 	}
+	if groups := a.groups(); !slices.Contains(groups, group) {
+		return rookery.E(op, rookery.NotFound, fmt.Sprintf("no consumer group %q; the groups are %s", group, strings.Join(groups, ", ")))
+	}
 	return nil
 }
 
+// groups are the names of the consumer groups whose dead letters may be administered, sorted.
+func (a *App) groups() []string {
+	groups := slices.Clone(a.otherGroups)
+	for _, c := range a.Consumers() {
+		groups = append(groups, c.Group)
+	}
+	slices.Sort(groups)
+	return slices.Compact(groups)
+}
+
 // DeadLetters lists group's dead letters, oldest first: up to limit (1..100) after the event id
-// after; next is the id to pass as after for the next page, or "" on the last.
-func (a *App) DeadLetters(ctx context.Context, group, after string, limit int) (list []events.DeadLetter, next string, err error) {
+// after; the page's Next is the id to pass as after for the next page, or "" on the last.
+func (a *App) DeadLetters(ctx context.Context, group, after string, limit int) (Page[events.DeadLetter], error) {
 	const op rookery.Op = "app.DeadLetters"
 	if err := a.checkDLQ(ctx, op, group); err != nil {
-		return nil, "", err
+		return Page[events.DeadLetter]{}, err
 	}
 	if err := limitErr(op, limit); err != nil {
-		return nil, "", err
+		return Page[events.DeadLetter]{}, err
 	}
-	list, err = a.events.DeadLetters(ctx, group, after, limit+1)
+	list, err := a.events.DeadLetters(ctx, group, after, limit+1)
 	if err != nil {
-		return nil, "", err
+		return Page[events.DeadLetter]{}, err
 	}
+	p := Page[events.DeadLetter]{Items: list}
 	if len(list) > limit {
-		list = list[:limit]
-		next = list[limit-1].Event.ID
+		p.Items = list[:limit]
+		p.Next = list[limit-1].Event.ID
 	}
-	return list, next, nil
+	return p, nil
 }
 
 // DeadLetter returns group's dead letter of event id (NotFound if there is none).

@@ -38,6 +38,9 @@ type Deps struct {
 	TimelineCap int
 	// Engagement configures activities, streaks and leaderboards.
 	Engagement Engagement
+	// OtherGroups are consumer groups beside the App's own (the analytics export's), whose dead
+	// letters the DLQ administration knows too.
+	OtherGroups []string
 	// CursorKey seals the home feed's cursors (the table seals every other list's); processes that
 	// serve the same feeds must share it. Nil means a random key: cursors of this process only.
 	CursorKey []byte
@@ -70,6 +73,8 @@ type App struct {
 	log       *slog.Logger
 	onRebuild func(outcome string)
 	cursors   *table.Cursors
+
+	otherGroups []string
 }
 
 // New returns the App over d.
@@ -90,7 +95,7 @@ func New(d Deps) *App {
 		d.CursorKey = make([]byte, 32)
 		_, _ = rand.Read(d.CursorKey)
 	}
-	return &App{log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	return &App{log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

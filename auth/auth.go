@@ -59,10 +59,9 @@ func NewVerifier(secret []byte, publicKeys []crypto.PublicKey, clock rookery.Clo
 	return v, nil
 }
 
-var errUnauthenticated = rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenticated, "missing, invalid or expired token")
-
-// Verify returns the caller that token authenticates, or an Unauthenticated error that says
-// nothing about why (the reason is wrapped for logs only).
+// Verify returns the caller that token authenticates, or an Unauthenticated error whose message
+// says why, for the client (expired, signed with another key, malformed, ...): the reasons of RFC
+// 6750's error_description, none of which helps forge a token.
 func (v *Verifier) Verify(token string) (rookery.Caller, error) {
 	now := v.clock.Now()
 	if c, ok := v.known.get(token, now); ok {
@@ -85,18 +84,36 @@ func (v *Verifier) Verify(token string) (rookery.Caller, error) {
 		jwt.WithTimeFunc(v.clock.Now),
 		jwt.WithLeeway(leeway),
 	)
+	const op rookery.Op = "auth.Verify"
 	if err != nil {
-		return rookery.Caller{}, rookery.E(rookery.Op("auth.Verify"), rookery.Unauthenticated, "missing, invalid or expired token", err)
+		return rookery.Caller{}, rookery.E(op, rookery.Unauthenticated, rejection(err), err)
 	}
 	if !rookery.ValidUserID(claims.Subject) {
-		return rookery.Caller{}, errUnauthenticated
+		return rookery.Caller{}, rookery.E(op, rookery.Unauthenticated, "the token's sub is not a user id")
 	}
 	if claims.Scope != "" && claims.Scope != ScopeServer {
-		return rookery.Caller{}, errUnauthenticated
+		return rookery.Caller{}, rookery.E(op, rookery.Unauthenticated, "the token's scope is not \""+ScopeServer+"\" or absent")
 	}
 	c := rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer}
 	v.known.put(token, c, claims.ExpiresAt.Time.Add(leeway), now)
 	return c, nil
+}
+
+// rejection says why the JWT library refused a token.
+func rejection(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is not valid yet"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "the token has no exp claim"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "the token is malformed: not a JWT"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token's signature does not verify with this server's keys (signed with another secret, or with an algorithm it does not accept)"
+	}
+	return "invalid token"
 }
 
 // leeway is the clock skew allowed on exp and nbf.

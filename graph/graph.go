@@ -5,8 +5,10 @@ package graph
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -35,7 +37,7 @@ func Read(path string, symmetric bool) (Graph, error) {
 			g = s.Generate()
 		}
 	case strings.HasSuffix(path, ".edges"), strings.HasSuffix(path, ".nodes"):
-		g, err = readDSB(strings.TrimSuffix(strings.TrimSuffix(path, ".edges"), ".nodes"))
+		g, err = readDSB(path, strings.TrimSuffix(strings.TrimSuffix(path, ".edges"), ".nodes"))
 	default:
 		g, err = readSNAP(path)
 	}
@@ -133,9 +135,16 @@ func readSNAP(path string) (Graph, error) {
 	return g, nil
 }
 
-func readDSB(base string) (Graph, error) {
+// readDSB reads base.edges and the node count in base.nodes; the file the caller named is looked
+// for first, so a wrong path is reported as the caller wrote it.
+func readDSB(path, base string) (Graph, error) {
+	if _, err := os.Stat(path); err != nil {
+		return Graph{}, err
+	}
 	b, err := os.ReadFile(base + ".nodes")
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return Graph{}, fmt.Errorf("%s is a DeathStarBench edge list, which needs its node count in %s.nodes beside it: %w", path, base, err)
+	} else if err != nil {
 		return Graph{}, err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rookery/rookery/graph"
@@ -72,6 +73,16 @@ func TestDeathStarBenchFormat(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "s.edges"), []byte("0 3\n"), 0o644)
 	if _, err := graph.Read(filepath.Join(dir, "s.nodes"), false); err == nil {
 		t.Fatal("a node past the count: no error")
+	}
+	// A path that does not exist is reported as given, not as the .nodes file beside it.
+	missing := filepath.Join(dir, "nope.edges")
+	if _, err := graph.Read(missing, false); err == nil || !strings.Contains(err.Error(), missing) || strings.Contains(err.Error(), "nope.nodes") {
+		t.Fatalf("reading %s: %v", missing, err)
+	}
+	// An edge list without its .nodes says what is missing.
+	os.WriteFile(filepath.Join(dir, "lone.edges"), []byte("0 1\n"), 0o644)
+	if _, err := graph.Read(filepath.Join(dir, "lone.edges"), false); err == nil || !strings.Contains(err.Error(), "node count in") {
+		t.Fatalf("an edge list without .nodes: %v", err)
 	}
 }
 

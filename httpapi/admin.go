@@ -1,15 +1,6 @@
 package httpapi
 
-import (
-	"net/http"
-
-	"github.com/rookery/rookery/events"
-)
-
-type deadLetterPage struct {
-	Items      []events.DeadLetter `json:"items"`
-	NextCursor *string             `json:"next_cursor"`
-}
+import "net/http"
 
 func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	limit, cursor, err := listParams(r)
@@ -17,19 +8,12 @@ func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	list, next, err := s.App.DeadLetters(r.Context(), r.PathValue("group"), cursor, limit)
+	page, err := s.App.DeadLetters(r.Context(), r.PathValue("group"), cursor, limit)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	page := deadLetterPage{Items: list}
-	if page.Items == nil {
-		page.Items = []events.DeadLetter{}
-	}
-	if next != "" {
-		page.NextCursor = &next
-	}
-	encode(w, http.StatusOK, page)
+	encode(w, http.StatusOK, reply(page))
 }
 
 func (s *server) getDeadLetter(w http.ResponseWriter, r *http.Request) {

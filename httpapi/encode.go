@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
 )
 
 // maxBody is the largest request body (API.md: 64 KiB); larger is 413.
@@ -229,4 +230,32 @@ func serveCreate[In, Out any](s *server, w http.ResponseWriter, r *http.Request,
 		status = http.StatusCreated
 	}
 	encode(w, status, out)
+}
+
+// listParams reads ?limit= (1..100, default 20) and ?cursor= of a list request.
+func listParams(r *http.Request) (limit int, cursor string, err error) {
+	limit = 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil {
+			return 0, "", rookery.FieldErrors{{Name: "limit", Reason: "must be a whole number from 1 to 100"}}.Err("httpapi.listParams")
+		}
+	}
+	return limit, r.URL.Query().Get("cursor"), nil
+}
+
+// listReply is every list's shape: {"items": [...], "next_cursor": "..." | null}.
+type listReply[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func reply[T any](p app.Page[T]) listReply[T] {
+	out := listReply[T]{Items: p.Items}
+	if out.Items == nil {
+		out.Items = []T{}
+	}
+	if p.Next != "" {
+		out.NextCursor = &p.Next
+	}
+	return out
 }

@@ -3,39 +3,9 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
-	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 )
-
-// listParams reads ?limit= (1..100, default 20) and ?cursor= of a list request.
-func listParams(r *http.Request) (limit int, cursor string, err error) {
-	limit = 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			return 0, "", rookery.FieldErrors{{Name: "limit", Reason: "must be a whole number from 1 to 100"}}.Err("httpapi.listParams")
-		}
-	}
-	return limit, r.URL.Query().Get("cursor"), nil
-}
-
-// listReply is every list's shape: {"items": [...], "next_cursor": "..." | null}.
-type listReply[T any] struct {
-	Items      []T     `json:"items"`
-	NextCursor *string `json:"next_cursor"`
-}
-
-func reply[T any](p app.Page[T]) listReply[T] {
-	out := listReply[T]{Items: p.Items}
-	if out.Items == nil {
-		out.Items = []T{}
-	}
-	if p.Next != "" {
-		out.NextCursor = &p.Next
-	}
-	return out
-}
 
 func (s *server) follow(w http.ResponseWriter, r *http.Request) {
 	at, err := s.App.Follow(r.Context(), r.PathValue("id"), r.PathValue("target"))

@@ -118,7 +118,7 @@ func (s *server) authed(h http.HandlerFunc) http.Handler {
 		const op rookery.Op = "httpapi.auth"
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			s.problem(w, r, rookery.E(op, rookery.Unauthenticated, "missing, invalid or expired token"))
+			s.problem(w, r, rookery.E(op, rookery.Unauthenticated, "no bearer token: send Authorization: Bearer <token>"))
 			return
 		}
 		c, err := s.Verifier.Verify(strings.TrimSpace(token))

@@ -137,9 +137,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.String("graph", "", "the follow graph (SNAP edge list or DeathStarBench .edges)")
 	f.BoolVar(&symmetric, "symmetric", false, "the graph's edges go both ways (DeathStarBench)")
-	f.BoolVar(&load, "import", false, "import the graph first (as `rookery import graph` does), then wait for the server's consumers to catch up")
+	f.BoolVar(&load, "import", false, "import the graph first (as the import graph command does), then wait for the server's consumers to catch up")
 	f.DurationVar(&drainFor, "drain-timeout", 15*time.Minute, "with --import, the longest wait for the consumers to catch up")
-	f.StringVar(&target, "target", "rookery", "what to load: rookery (the server at --server), or a baseline: postgres (fan-out on read) or redis-list (seed 002's naive lists)")
+	f.StringVar(&target, "target", "rookery", "what to load: rookery (the server at --server), or a baseline: postgres (fan-out on read) or redis-list (a capped Redis list per user, filled by fan-out on write: what a team builds by hand)")
 	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
 	f.StringVar(&pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test", "the PostgreSQL of --target postgres")
 	f.StringVar(&baseRedis, "baseline-redis-addr", "127.0.0.1:6379", "the Redis of --target redis-list")
@@ -158,8 +158,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
-	cfg.addStoreFlags(f)
-	cfg.addAuthFlags(f)
+	cfg.addClientFlags(f)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",
 		Short: "Compare runs written by --out: p50 and p99 per operation, as ratios to the first file",

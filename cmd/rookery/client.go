@@ -24,7 +24,7 @@ type apiClient struct {
 
 // newAPIClient returns a client of the server at base that keeps up to conns connections open.
 func newAPIClient(cfg *config, base string, conns int) (*apiClient, error) {
-	secret, err := cfg.secret()
+	secret, err := cfg.secret(false)
 	if err != nil {
 		return nil, err
 	}

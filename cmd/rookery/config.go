@@ -58,6 +58,14 @@ func (c *config) addDynamoFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.awsSecretAccessKey, "aws-secret-access-key", "", "AWS secret access key (empty: the AWS default credential chain)")
 }
 
+// addClientFlags registers what the commands that call a running server (token, dlq, import,
+// bench, streaks) need to mint its tokens: where its secret is, or the secret.
+func (c *config) addClientFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.dataDir, "data-dir", "./data", "the server's data directory, which holds its generated secret (embedded store)")
+	f.StringVar(&c.store, "store", "pebble", "the server's store: pebble (its secret is in --data-dir unless --auth-secret is set) or dynamo (--auth-secret is required)")
+	f.StringVar(&c.authSecret, "auth-secret", "", "the server's HS256 token secret")
+}
+
 func (c *config) addAuthFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.authSecret, "auth-secret", "", "HS256 token secret, at least 32 bytes (embedded: generated into the data dir if empty)")
 	f.StringVar(&c.authKeys, "auth-public-keys", "", "PEM file of Ed25519 and RSA public keys that verify EdDSA and RS256 tokens")
@@ -65,9 +73,11 @@ func (c *config) addAuthFlags(f *pflag.FlagSet) {
 }
 
 // secret returns the HS256 secret: the configured one, or with the embedded store the one in the
-// data directory, generated (0600) on first use, so `serve` and `token` on one data dir agree. With
-// DynamoDB and no secret it returns nil (public keys only).
-func (c *config) secret() ([]byte, error) {
+// data directory, generated (0600) on first use if generate (serve), so `serve` and `token` on one
+// data dir agree. With DynamoDB and no secret it returns nil (public keys only). The commands that
+// mint tokens for a server never generate one: a new secret would only mint tokens the server
+// rejects.
+func (c *config) secret(generate bool) ([]byte, error) {
 	if c.authSecret != "" {
 		if len(c.authSecret) < minSecret {
 			return nil, fmt.Errorf("--auth-secret must be at least %d bytes", minSecret)
@@ -89,6 +99,11 @@ func (c *config) secret() ([]byte, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	if !generate {
+		abs, _ := filepath.Abs(path)
+		return nil, fmt.Errorf("no secret at %s: point --data-dir (ROOKERY_DATA_DIR) at the server's data directory, "+
+			"or set --auth-secret (ROOKERY_AUTH_SECRET) to the server's secret (`rookery serve` generates one in its data directory on first start)", abs)
+	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -99,7 +114,7 @@ func (c *config) secret() ([]byte, error) {
 	s := hex.EncodeToString(raw)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return c.secret() // another process made it first
+		return c.secret(false) // another process made it first
 	}
 	if err != nil {
 		return nil, err
@@ -113,7 +128,7 @@ func (c *config) secret() ([]byte, error) {
 
 // verifier returns the token verifier and the cursor key.
 func (c *config) verifier(clock rookery.Clock) (*auth.Verifier, []byte, error) {
-	secret, err := c.secret()
+	secret, err := c.secret(true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -30,8 +30,7 @@ func dlqCmd(cfg *config, stdout io.Writer) *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
 	pf.StringVar(&group, "group", "", "the consumer group (required)")
-	cfg.addStoreFlags(pf)
-	cfg.addAuthFlags(pf)
+	cfg.addClientFlags(pf)
 	call := func(ctx context.Context, method, path string) ([]byte, error) {
 		if group == "" {
 			return nil, errors.New("--group is required")

@@ -54,8 +54,7 @@ func importCmd(cfg *config, stderr io.Writer) *cobra.Command {
 	f.StringVar(&prefix, "prefix", "g", "prefix of the imported users' ids and usernames (letters and digits)")
 	f.BoolVar(&symmetric, "symmetric", false, "follow both ways along every edge")
 	f.IntVar(&concurrency, "concurrency", 32, "requests in flight at once")
-	cfg.addStoreFlags(f)
-	cfg.addAuthFlags(f)
+	cfg.addClientFlags(f)
 	cmd.AddCommand(g)
 	return cmd
 }

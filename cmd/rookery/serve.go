@@ -144,7 +144,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
 		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
-		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey})
+		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey,
+		OtherGroups: []string{ExportGroup}})
 	consumers := application.Consumers()
 	if sc.role != "api" {
 		exporter, cs, err := sc.engagement.exporter(cfg.dataDir, log)

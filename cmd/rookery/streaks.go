@@ -26,10 +26,20 @@ func streaksCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			"Running it again changes nothing more. Times are RFC 3339 (2026-06-10T00:00:00Z).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var bad []string
 			t1, err1 := time.Parse(time.RFC3339, from)
+			if err1 != nil {
+				bad = append(bad, fmt.Sprintf("--from %q", from))
+			}
 			t2, err2 := time.Parse(time.RFC3339, to)
-			if err := errors.Join(err1, err2); err != nil {
-				return fmt.Errorf("--from and --to must be RFC 3339 times: %w", err)
+			if err2 != nil {
+				bad = append(bad, fmt.Sprintf("--to %q", to))
+			}
+			if len(bad) > 0 {
+				return fmt.Errorf("%s: --from and --to are required, as RFC 3339 times (2026-06-10T00:00:00Z)", strings.Join(bad, " and "))
+			}
+			if !t1.Before(t2) {
+				return errors.New("--from must be before --to")
 			}
 			c, err := newAPIClient(cfg, server, 1)
 			if err != nil {
@@ -64,8 +74,7 @@ func streaksCmd(cfg *config, stdout io.Writer) *cobra.Command {
 	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
 	f.StringVar(&from, "from", "", "when the outage began (RFC 3339)")
 	f.StringVar(&to, "to", "", "when the outage ended (RFC 3339)")
-	cfg.addStoreFlags(f)
-	cfg.addAuthFlags(f)
+	cfg.addClientFlags(f)
 	cmd.AddCommand(repair)
 	return cmd
 }

@@ -21,7 +21,8 @@ func tokenCmd(cfg *config, stdout io.Writer) *cobra.Command {
 		Use:   "token --sub ID [--server] [--ttl 1h]",
 		Short: "Print a bearer token signed with the configured secret",
 		Long: "Print an HS256 bearer token for user ID, signed with the same secret `serve` uses: " +
-			"--auth-secret (ROOKERY_AUTH_SECRET) or, with the embedded store, the one in --data-dir.",
+			"--auth-secret (ROOKERY_AUTH_SECRET) or, with the embedded store, the one `serve` generated in its --data-dir. " +
+			"It never makes a secret of its own.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sub == "" {
@@ -30,7 +31,7 @@ func tokenCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			if ttl <= 0 {
 				return errors.New("--ttl must be positive")
 			}
-			secret, err := cfg.secret()
+			secret, err := cfg.secret(false)
 			if err != nil {
 				return err
 			}
@@ -49,7 +50,6 @@ func tokenCmd(cfg *config, stdout io.Writer) *cobra.Command {
 	f.StringVar(&sub, "sub", "", "the user id the token authenticates (the app's name, with --server)")
 	f.BoolVar(&server, "server", false, "a server-scope token, which may act for any user")
 	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
-	cfg.addStoreFlags(cmd.Flags())
-	cfg.addAuthFlags(cmd.Flags())
+	cfg.addClientFlags(f)
 	return cmd
 }

@@ -4,8 +4,10 @@
 package pebblekit
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -44,6 +46,10 @@ func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
 		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
 	}
 	db, err := cpebble.Open(dir, po)
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		// Pebble's LOCK file is held: flock answers "resource temporarily unavailable".
+		return nil, rookery.E(op, rookery.Conflict, "another process holds "+dir+" (is a rookery serve running on this --data-dir?)", err)
+	}
 	if err != nil {
 		return nil, rookery.E(op, rookery.Internal, "cannot open "+c.Name, err)
 	}
