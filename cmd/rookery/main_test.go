@@ -266,6 +266,36 @@ func TestDynamoMigrateAndServe(t *testing.T) {
 	}
 }
 
+// TestNewcomerErrors: the mistakes of a first hour get a message that says what to do.
+func TestNewcomerErrors(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	// token with no secret where it looks: it says so, and makes none.
+	err := run(context.Background(), []string{"token", "--sub", "alice", "--data-dir", dir}, env(nil), &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no secret at") {
+		t.Fatalf("token without a secret: %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "auth.secret")); serr == nil {
+		t.Fatal("token made a secret")
+	}
+	// migrate on the embedded store has nothing to do and says why.
+	if got := command(t, nil, "migrate"); !strings.Contains(got, "--store dynamo") {
+		t.Fatalf("migrate on the embedded store said %q", got)
+	}
+	// streaks repair without its flags.
+	err = run(context.Background(), []string{"streaks", "repair"}, env(nil), &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--from and --to are required") || strings.Contains(err.Error(), "parsing time") {
+		t.Fatalf("streaks repair without flags: %v", err)
+	}
+	// A second serve on a data directory another holds.
+	srv := start(t, map[string]string{"ROOKERY_AUTH_SECRET": strings.Repeat("x", 32)}, "--data-dir", dir)
+	_ = srv
+	err = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}, env(map[string]string{"ROOKERY_AUTH_SECRET": strings.Repeat("x", 32)}), &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another process holds") {
+		t.Fatalf("a second serve on one data directory: %v", err)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	if out := command(t, nil, "version"); !strings.HasPrefix(out, "rookery dev") {
 		t.Fatalf("version = %q", out)
@@ -312,9 +342,9 @@ func TestBinaryStopsOnSIGTERM(t *testing.T) {
 // written into the deployment's streams are listed, shown, replayed and dropped through the server.
 func TestDLQCommandThroughTheServer(t *testing.T) {
 	ctx := context.Background()
-	// A group the server does not consume itself: its own consumers would race the test for the
-	// replayed event.
-	const deadGroup = "offline_reports"
+	// A group the server knows but does not consume (the analytics export, without --export-dir):
+	// its own consumers would race the test for the replayed event.
+	const deadGroup = ExportGroup
 	natsURL := os.Getenv("ROOKERY_TEST_NATS_URL")
 	if natsURL == "" {
 		natsURL = "nats://127.0.0.1:4222"
@@ -334,6 +364,11 @@ func TestDLQCommandThroughTheServer(t *testing.T) {
 		"ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2"}
 	srv := start(t, vars, "--data-dir", t.TempDir())
 	vars["ROOKERY_SERVER"] = srv.url
+	var stdout bytes.Buffer
+	err = run(ctx, []string{"dlq", "list", "--group", "nope"}, env(vars), &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `no consumer group "nope"`) || !strings.Contains(err.Error(), "notifications") {
+		t.Fatalf("dlq list of an unknown group: %v", err)
+	}
 	out := command(t, vars, "dlq", "list", "--group", deadGroup)
 	if !strings.Contains(out, "01A") || !strings.Contains(out, "01B") || !strings.Contains(out, "timeline store down") {
 		t.Fatalf("dlq list:\n%s", out)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"syscall"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -46,8 +47,9 @@ func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
 		return nil, rookery.E(op, rookery.Invalid, "a directory is required")
 	}
 	db, err := cpebble.Open(dir, po)
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
-		// Pebble's LOCK file is held: flock answers "resource temporarily unavailable".
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || err != nil && strings.Contains(err.Error(), "lock held by current process") {
+		// Pebble's LOCK file is held: flock answers "resource temporarily unavailable" (another
+		// process), Pebble itself "lock held by current process".
 		return nil, rookery.E(op, rookery.Conflict, "another process holds "+dir+" (is a rookery serve running on this --data-dir?)", err)
 	}
 	if err != nil {
