@@ -20,6 +20,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/rookery/rookery/graph"
+	"github.com/rookery/rookery/internal/progress"
 )
 
 // Operations.
@@ -88,7 +89,7 @@ type Config struct {
 	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
 	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms.
 	LagSample float64
-	Progress  io.Writer // a line a second; nil for none
+	Progress  io.Writer // the run's progress (a bar on a terminal, a line every few seconds elsewhere); nil for none
 }
 
 // OpResult is one operation's figures; latencies in milliseconds.
@@ -157,6 +158,7 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	sent := int64(0)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	lastReport := start
+	bar := progress.New(cfg.Progress, "bench", int64(cfg.Duration.Seconds()), "s")
 	for ctx.Err() == nil {
 		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second)))
 		if next.Sub(start) >= cfg.Duration {
@@ -181,11 +183,14 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 				w.probeLag(ctx, t, rec, req.User, rep.PostID, time.Now())
 			}
 		}()
-		if cfg.Progress != nil && time.Since(lastReport) >= time.Second {
+		if time.Since(lastReport) >= 200*time.Millisecond {
 			lastReport = time.Now()
-			fmt.Fprintf(cfg.Progress, "bench: %5.1fs sent %d (%.0f/s of %.0f/s)\n", time.Since(start).Seconds(), sent, float64(sent)/time.Since(start).Seconds(), cfg.Rate)
+			bar.Note(fmt.Sprintf("sent %d (%.0f/s of %.0f/s)", sent, float64(sent)/time.Since(start).Seconds(), cfg.Rate))
+			bar.Set(int64(time.Since(start).Seconds()))
 		}
 	}
+	bar.Set(int64(cfg.Duration.Seconds()))
+	bar.Finish()
 	sendTime := time.Since(start)
 	wg.Wait()
 	res := Result{TargetRate: cfg.Rate, AchievedRate: float64(sent) / sendTime.Seconds(), Duration: sendTime.Seconds(), Requests: sent, Ops: map[string]*OpResult{}}

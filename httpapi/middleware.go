@@ -104,7 +104,12 @@ func (s *server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.Metrics.HTTPDuration.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(took.Seconds())
-		s.Log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		// Every request at debug (an import makes tens of thousands); a server error at warn.
+		level := slog.LevelDebug
+		if sw.status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.Log.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", requestIDFrom(r.Context())),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
 			slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("took", took))

@@ -96,7 +96,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			if warmup > 0 {
 				fmt.Fprintf(stderr, "bench: warming up for %v (not measured)\n", warmup)
 				wc := bc
-				wc.Duration, wc.Progress = warmup, nil
+				wc.Duration = warmup
 				if _, err := bench.Run(cmd.Context(), t, wc); err != nil {
 					return err
 				}

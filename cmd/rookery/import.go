@@ -14,6 +14,7 @@ import (
 
 	"github.com/rookery/rookery/bench"
 	"github.com/rookery/rookery/graph"
+	"github.com/rookery/rookery/internal/progress"
 )
 
 // importCmd loads data into a running server through its public API (issue 6).
@@ -104,8 +105,8 @@ func retried(ctx context.Context, do func() error) error {
 	return err
 }
 
-// inParallel runs do for 0..n-1 on workers goroutines, stopping at the first error, and prints a
-// progress line (what, done/n, rate) to out as it goes.
+// inParallel runs do for 0..n-1 on workers goroutines, stopping at the first error, and shows its
+// progress on out (a bar on a terminal, a line every few seconds elsewhere).
 func inParallel(ctx context.Context, what string, n, workers int, out io.Writer, do func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -130,20 +131,16 @@ func inParallel(ctx context.Context, what string, n, workers int, out io.Writer,
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	start := time.Now()
-	tick := time.NewTicker(500 * time.Millisecond)
+	bar := progress.New(out, what, int64(n), what)
+	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	report := func(end string) {
-		d := done.Load()
-		rate := float64(d) / max(time.Since(start).Seconds(), 1e-3)
-		fmt.Fprintf(out, "\r%-8s %d/%d (%.0f/s)%s", what, d, n, rate, end)
-	}
 	for {
 		select {
 		case <-tick.C:
-			report("")
+			bar.Set(done.Load())
 		case <-finished:
-			report("\n")
+			bar.Set(done.Load())
+			bar.Finish()
 			return context.Cause(ctx)
 		}
 	}

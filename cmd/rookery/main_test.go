@@ -105,10 +105,9 @@ func call(t *testing.T, method, url, tok, body string) (int, map[string]any) {
 
 func TestEmbeddedServeTokenAndRestart(t *testing.T) {
 	dir := t.TempDir()
-	// A token minted before the first start, on the same data dir, is accepted: both generate or
-	// read the same secret file.
-	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "alice", "--data-dir", dir))
+	// serve generates the secret on its first start; a token minted on the same data dir reads it.
 	srv := start(t, nil, "--data-dir", dir)
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "alice", "--data-dir", dir))
 	if st, body := call(t, "PUT", srv.url+"/v1/users/alice", tok, `{"username":"alice"}`); st != 201 {
 		t.Fatalf("PUT user = %d %v", st, body)
 	}
@@ -181,8 +180,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 
 func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir) // it makes the secret token signs with
 	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "carol", "--data-dir", dir))
-	srv := start(t, nil, "--data-dir", dir)
 	body, w := io.Pipe()
 	req, _ := http.NewRequest("PUT", srv.url+"/v1/users/carol", body)
 	req.Header.Set("Content-Type", "application/json")
@@ -221,8 +220,8 @@ func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 
 func TestWorkerRoleServesOnlyOperations(t *testing.T) {
 	dir := t.TempDir()
-	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "x", "--data-dir", dir))
 	srv := start(t, nil, "--data-dir", dir, "--role", "worker")
+	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "x", "--data-dir", dir))
 	if st, _ := call(t, "GET", srv.url+"/v1/users/x", tok, ""); st != 404 {
 		t.Fatalf("worker served /v1: %d", st)
 	}
