@@ -115,6 +115,21 @@ func (p *proc) stop(sig syscall.Signal) {
 	}
 }
 
+// exited reports whether the process was started and has exited since (a crash: stop forgets it).
+func (p *proc) exited() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // tail returns the last n lines of the process's log.
 func (p *proc) tail(n int) string {
 	b, _ := os.ReadFile(p.log)
@@ -132,14 +147,22 @@ type services struct {
 	redisAdr string
 }
 
-// startServices starts the three servers on free ports, for the whole test.
+// startServices starts the three servers on free ports, for the whole test. NATS is the server of
+// the Go module go.mod names as a tool, built here, so the test runs the NATS it was written
+// against (Debian's 2.9.10 crashed in its stream update handler after a restart).
 func startServices(t *testing.T, dir string) *services {
 	t.Helper()
 	s := &services{}
-	for _, bin := range []string{"nats-server", "redis-server", "java"} {
+	for _, bin := range []string{"redis-server", "java"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("the fault test needs %s on PATH (scripts/test.sh installs what is missing): %v", bin, err)
 		}
+	}
+	natsServer := filepath.Join(dir, "nats-server")
+	build := exec.Command("go", "build", "-o", natsServer, "github.com/nats-io/nats-server/v2")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building nats-server: %v\n%s", err, out)
 	}
 	// DynamoDB Local, through the script that installs and starts it (it prints "ENDPOINT PID").
 	out, err := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "start").Output()
@@ -160,7 +183,7 @@ func startServices(t *testing.T, dir string) *services {
 	natsPort := freePort(t)
 	s.natsURL = "nats://127.0.0.1:" + natsPort
 	s.nats = &proc{name: "nats-server", log: filepath.Join(dir, "nats.log"),
-		argv: []string{"nats-server", "-a", "127.0.0.1", "-p", natsPort, "-js", "-sd", filepath.Join(dir, "nats")}}
+		argv: []string{natsServer, "-a", "127.0.0.1", "-p", natsPort, "-js", "-sd", filepath.Join(dir, "nats")}}
 	s.nats.start(t)
 	t.Cleanup(func() { s.nats.stop(syscall.SIGTERM) })
 	if err := waitTCP("127.0.0.1:"+natsPort, 10*time.Second); err != nil {
@@ -177,6 +200,24 @@ func startServices(t *testing.T, dir string) *services {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// revive starts again whichever of NATS and Redis crashed (exited without the test stopping it),
+// and names them: a seed during which one crashed says nothing about Rookery.
+func (s *services) revive(t testing.TB) []string {
+	var crashed []string
+	for _, p := range []*proc{s.nats, s.redis} {
+		if p.exited() {
+			crashed = append(crashed, p.name)
+			p.stop(syscall.SIGKILL)
+			p.start(t)
+		}
+	}
+	if len(crashed) > 0 {
+		waitTCP(strings.TrimPrefix(s.natsURL, "nats://"), 10*time.Second)
+		waitTCP(s.redisAdr, 10*time.Second)
+	}
+	return crashed
 }
 
 // restartRedisEmpty kills Redis and starts it again with nothing: every timeline is gone.

@@ -108,6 +108,11 @@ func TestFaults(t *testing.T) {
 			s = saved{Seed: rand.Uint64()%1_000_000_000 + 1, Users: *usersFlag}
 		}
 		ok := t.Run(fmt.Sprintf("seed=%d", s.Seed), func(t *testing.T) { runSeed(t, bin, svc, s) })
+		if crashed := svc.revive(t); len(crashed) > 0 {
+			// Not Rookery's failure: the seed is not kept, and the next one gets a running server.
+			t.Errorf("seed %d: %v crashed during the seed (logs under %s); started again", s.Seed, crashed, dir)
+			continue
+		}
 		if !ok && i >= len(runs) {
 			s.Error = "failed on " + time.Now().UTC().Format(time.RFC3339)
 			b, _ := json.MarshalIndent(s, "", "  ")
