@@ -397,7 +397,7 @@ func (a *App) celebrities(ctx context.Context) ([]string, error) {
 	c := &a.celebs
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.at.IsZero() && time.Since(c.at) < celebritiesTTL {
+	if !c.at.IsZero() && a.clock.Now().Sub(c.at) < celebritiesTTL {
 		return c.authors, nil
 	}
 	var authors []string
@@ -410,7 +410,7 @@ func (a *App) celebrities(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.authors, c.at = authors, time.Now()
+	c.authors, c.at = authors, a.clock.Now()
 	return authors, nil
 }
 

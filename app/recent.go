@@ -43,11 +43,12 @@ const (
 	recentAuthors = 20_000 // authors kept; past it an arbitrary one is dropped (about 25 MB)
 )
 
-func (c *recentPosts) get(author string) (recentEntry, bool) {
+// get returns author's entry if it was put less than recentTTL before now.
+func (c *recentPosts) get(author string, now time.Time) (recentEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.authors[author]
-	if !ok || time.Since(e.at) > recentTTL {
+	if !ok || now.Sub(e.at) > recentTTL {
 		return recentEntry{}, false
 	}
 	return e, true
@@ -96,7 +97,7 @@ func (c *recentPosts) forget(author string) {
 // cache when the cache covers the range, else queries the posts-by-author index (and fills the
 // cache on a first page).
 func (a *App) authorPage(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
-	if e, ok := a.recent.get(author); ok {
+	if e, ok := a.recent.get(author, a.clock.Now()); ok {
 		i := 0
 		if before.PostID != "" {
 			for i < len(e.entries) && !e.entries[i].Older(before) {
@@ -121,7 +122,7 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 		return nil, false, err
 	}
 	if before.PostID == "" {
-		a.recent.put(author, recentEntry{entries: es, complete: !more, at: time.Now()}, stamp)
+		a.recent.put(author, recentEntry{entries: es, complete: !more, at: a.clock.Now()}, stamp)
 	}
 	if len(es) > n {
 		return es[:n], false, nil

@@ -15,17 +15,17 @@ func TestRecentPostsIgnoreAQueryThatRacedAForget(t *testing.T) {
 	s := c.stamp("ann")
 	c.forget("ann") // a post by ann was committed while the query ran
 	c.put("ann", stale, s)
-	if _, ok := c.get("ann"); ok {
+	if _, ok := c.get("ann", time.Now()); ok {
 		t.Fatal("a query that raced a forget filled the cache")
 	}
 	c.put("ann", stale, c.stamp("ann"))
-	if _, ok := c.get("ann"); !ok {
+	if _, ok := c.get("ann", time.Now()); !ok {
 		t.Fatal("a query after the forget did not fill the cache")
 	}
 	s = c.stamp("bob")
 	c.forget("ann") // another author's forget does not matter
 	c.put("bob", stale, s)
-	if _, ok := c.get("bob"); !ok {
+	if _, ok := c.get("bob", time.Now()); !ok {
 		t.Fatal("another author's forget kept bob's entry out")
 	}
 }

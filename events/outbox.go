@@ -36,6 +36,7 @@ type Outbox struct {
 	// Batch is the most events relayed per round; 0 means 500.
 	Batch  int
 	Logger *slog.Logger
+	Clock  rookery.Clock // nil means the system clock
 	// Direct says that the table appends the outbox's events to the log itself, in the
 	// transactions that write them (table/pebble with the embedded log on its engine as its
 	// Stager; see events/embedded's stage.go). Write then only makes the write; call Flush
@@ -57,13 +58,13 @@ type pendingIDs struct {
 
 const pendingTTL = 10 * time.Second
 
-func (p *pendingIDs) add(id string) {
+func (p *pendingIDs) add(id string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ids == nil {
 		p.ids = map[string]time.Time{}
 	}
-	p.ids[id] = time.Now()
+	p.ids[id] = now
 }
 
 // any reports whether there are pending ids.
@@ -73,13 +74,14 @@ func (p *pendingIDs) any() bool {
 	return len(p.ids) > 0
 }
 
-// lowest returns the smallest pending id, dropping expired ones, or "" if none.
-func (p *pendingIDs) lowest() string {
+// lowest returns the smallest pending id, dropping those pending since pendingTTL before now, or
+// "" if none.
+func (p *pendingIDs) lowest(now time.Time) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	low := ""
 	for id, at := range p.ids {
-		if time.Since(at) > pendingTTL {
+		if now.Sub(at) > pendingTTL {
 			delete(p.ids, id)
 			continue
 		}
@@ -100,6 +102,14 @@ func (p *pendingIDs) done(evs []rookery.Event) {
 
 // DefaultOutboxShards is the outbox's default partition count.
 const DefaultOutboxShards = 16
+
+// now is the Outbox's clock's time.
+func (o *Outbox) now() time.Time {
+	if o.Clock == nil {
+		return rookery.SystemClock.Now()
+	}
+	return o.Clock.Now()
+}
 
 func (o *Outbox) init() {
 	o.once.Do(func() {
@@ -144,7 +154,7 @@ func (o *Outbox) Write(ev rookery.Event) (table.Write, error) {
 	}
 	shard := o.shard(ev.Key)
 	if !o.Direct {
-		o.pending[shard].add(ev.ID)
+		o.pending[shard].add(ev.ID, o.now())
 	}
 	// An event is the same whenever its id is written, so the put need not read the key first.
 	return table.ImmutablePutWrite(table.Item{table.PK: outboxPK(shard), table.SK: ev.ID, "event": b}), nil
@@ -224,13 +234,13 @@ func (o *Outbox) Flush(ctx context.Context) error {
 // which picks up events other processes committed out of id order.
 func (o *Outbox) relay(ctx context.Context, shard int) {
 	failures := 0
-	after, lastFull := "", time.Now()
+	after, lastFull := "", o.now()
 	for ctx.Err() == nil {
 		from := table.SKCond{Op: table.SKGt, Value: after}
-		if after == "" || time.Since(lastFull) >= o.Poll {
-			from, lastFull = table.SKCond{}, time.Now()
+		if now := o.now(); after == "" || now.Sub(lastFull) >= o.Poll {
+			from, lastFull = table.SKCond{}, now
 		}
-		if low := o.pending[shard].lowest(); low != "" && from.Op == table.SKGt && low <= after {
+		if low := o.pending[shard].lowest(o.now()); low != "" && from.Op == table.SKGt && low <= after {
 			from = table.SKCond{Op: table.SKGe, Value: low}
 		}
 		last, full, err := o.relayOnce(ctx, shard, from)

@@ -75,8 +75,8 @@ func onStore(evlog events.Log, store *pebble.DB) *embedded.Log {
 
 // newOutbox returns the outbox of store and evlog: a direct one (no relay between them) when the
 // log is on the store's engine, after moving what an earlier run left in the outbox to the log.
-func newOutbox(ctx context.Context, store table.Table, embeddedStore *pebble.DB, evlog events.Log, log *slog.Logger) (*events.Outbox, error) {
-	ob := &events.Outbox{Table: store, Log: evlog, Logger: log}
+func newOutbox(ctx context.Context, store table.Table, embeddedStore *pebble.DB, evlog events.Log, clock rookery.Clock, log *slog.Logger) (*events.Outbox, error) {
+	ob := &events.Outbox{Table: store, Log: evlog, Logger: log, Clock: clock}
 	if l := onStore(evlog, embeddedStore); l != nil {
 		if err := ob.Flush(ctx); err != nil {
 			return nil, fmt.Errorf("moving the outbox's events to the event log: %w", err)

@@ -87,7 +87,7 @@ func TestNewOutbox(t *testing.T) {
 		if err := store.TransactWrite(ctx, []table.Write{left}); err != nil {
 			t.Fatal(err)
 		}
-		ob, err := newOutbox(ctx, store, store, l, log)
+		ob, err := newOutbox(ctx, store, store, l, rookery.SystemClock, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,7 +123,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 	newID := func() string { return ulid.Make().String() }
-	outbox, err := newOutbox(ctx, store, embeddedStore, evlog, log)
+	outbox, err := newOutbox(ctx, store, embeddedStore, evlog, clock, log)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func open(t testing.TB, db *pebble.DB, o pebblestore.Options) *pebblestore.Store
 
 func TestConformance(t *testing.T) {
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
-		return open(t, openStore(t, rookery.SystemClock), pebblestore.Options{Limits: cfg})
+		return open(t, openStore(t, cfg.Clock), pebblestore.Options{Limits: cfg.Limits, Clock: cfg.Clock})
 	})
 }
 
@@ -51,7 +51,7 @@ func TestConformanceMarkerCaches(t *testing.T) {
 	for _, size := range []int{-1, 4} {
 		t.Run(fmt.Sprintf("cache=%d", size), func(t *testing.T) {
 			timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
-				return open(t, openStore(t, rookery.SystemClock), pebblestore.Options{Limits: cfg, MarkerCache: size})
+				return open(t, openStore(t, cfg.Clock), pebblestore.Options{Limits: cfg.Limits, Clock: cfg.Clock, MarkerCache: size})
 			})
 		})
 	}

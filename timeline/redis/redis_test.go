@@ -32,9 +32,9 @@ func TestConformance(t *testing.T) {
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("Redis at %s: %v", addr(), err)
 	}
-	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+	timelinetest.RunWallClockExpiry(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
 		prefix := fmt.Sprintf("rookerytest-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6, seq.Add(1))
-		s := redis.New(client, redis.Options{Prefix: prefix, Limits: cfg})
+		s := redis.New(client, redis.Options{Prefix: prefix, Limits: cfg.Limits, Clock: cfg.Clock})
 		t.Cleanup(func() { s.Drop(context.Background()) })
 		return s
 	})
@@ -104,7 +104,7 @@ func TestPushHoldsTheCapExactly(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	prefix := fmt.Sprintf("rookerytest-cap-%d-%d", os.Getpid(), seq.Add(1))
 	const cap = 5
-	s := redis.New(client, redis.Options{Prefix: prefix, Limits: timelinetest.Config{Cap: cap, InactiveAfter: time.Hour}})
+	s := redis.New(client, redis.Options{Prefix: prefix, Limits: timeline.Limits{Cap: cap, InactiveAfter: time.Hour}})
 	t.Cleanup(func() { s.Drop(ctx) })
 	if err := s.Create(ctx, "u", nil); err != nil {
 		t.Fatal(err)

@@ -20,12 +20,12 @@ var clock = rookery.SystemClock
 
 func TestConformancePebble(t *testing.T) {
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
-		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
+		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: cfg.Clock, CursorKey: []byte("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		return tablestore.New(db, tablestore.Options{Limits: cfg, Clock: clock})
+		return tablestore.New(db, tablestore.Options{Limits: cfg.Limits, Clock: cfg.Clock})
 	})
 }
 
@@ -33,10 +33,10 @@ func TestConformanceDynamoDB(t *testing.T) {
 	client := dynamotest.Client(t)
 	timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
 		var db table.Table
-		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
+		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: cfg.Clock, CursorKey: []byte("k")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tablestore.New(db, tablestore.Options{Limits: cfg, Clock: clock})
+		return tablestore.New(db, tablestore.Options{Limits: cfg.Limits, Clock: cfg.Clock})
 	})
 }

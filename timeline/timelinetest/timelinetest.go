@@ -10,11 +10,16 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table/tabletest"
 	"github.com/rookery/rookery/timeline"
 )
 
-// Config is what a backend's factory must honour: the cap and the inactivity period.
-type Config = timeline.Limits
+// Config is what a backend's factory must honour: the cap, the TTL and the inactivity period, and
+// the clock, which the suite moves on (a store's table, if it has one, must take it too).
+type Config struct {
+	timeline.Limits
+	Clock rookery.Clock
+}
 
 // Factory opens an empty store configured as cfg says and registers its cleanup with t.
 type Factory func(t testing.TB, cfg Config) timeline.Store
@@ -31,8 +36,16 @@ func entry(n int) timeline.Entry {
 	return timeline.Entry{PostID: fmt.Sprintf("P%04d", n), AuthorID: fmt.Sprintf("A%d", n%3), At: t0.Add(time.Duration(n) * time.Second)}
 }
 
-// Run runs the suite; each test gets a fresh store with cap 30.
-func Run(t *testing.T, open Factory) {
+// Run runs the suite; each test gets a fresh store with cap 30 and a fake clock of its own, set to
+// the time the test starts. Its inactivity test moves the clock on without waiting.
+func Run(t *testing.T, open Factory) { run(t, open, false) }
+
+// RunWallClockExpiry is Run for a store whose inactive timelines are expired by a server's own
+// clock (Redis key expiry), which no fake clock moves: its inactivity test waits as it moves the
+// fake clock on.
+func RunWallClockExpiry(t *testing.T, open Factory) { run(t, open, true) }
+
+func run(t *testing.T, open Factory, wallClockExpiry bool) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s timeline.Store)
@@ -55,14 +68,23 @@ func Run(t *testing.T, open Factory) {
 		{"merges racing pushes lose no push and leave no hole above the oldest entry", testMergeRacingPushes},
 		{"bad users and limits are invalid", testInvalid},
 	}
+	config := func(l timeline.Limits) (Config, *tabletest.Clock) {
+		clock := tabletest.NewClock(time.Now().UTC())
+		return Config{Limits: l, Clock: clock}, clock
+	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, Config{Cap: capacity, InactiveAfter: time.Hour})) })
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := config(timeline.Limits{Cap: capacity, InactiveAfter: time.Hour})
+			tc.fn(t, open(t, cfg))
+		})
 	}
 	t.Run("entries past their TTL are not shown", func(t *testing.T) {
-		testTTL(t, open(t, Config{Cap: capacity, TTL: 30 * time.Minute, InactiveAfter: time.Hour}))
+		cfg, clock := config(timeline.Limits{Cap: capacity, TTL: 30 * time.Minute, InactiveAfter: time.Hour})
+		testTTL(t, open(t, cfg), clock)
 	})
 	t.Run("a timeline unread for the inactivity period stops existing; reading keeps it", func(t *testing.T) {
-		testInactive(t, open(t, Config{Cap: capacity, InactiveAfter: 2 * time.Second}))
+		cfg, clock := config(timeline.Limits{Cap: capacity, InactiveAfter: 2 * time.Second})
+		testInactive(t, open(t, cfg), clock, wallClockExpiry)
 	})
 }
 
@@ -540,15 +562,17 @@ func testDropOlder(t *testing.T, s timeline.Store) {
 	}
 }
 
-func testInactive(t *testing.T, s timeline.Store) {
+func testInactive(t *testing.T, s timeline.Store, clock *tabletest.Clock, wallClockExpiry bool) {
 	create(t, s, "read", 1)
 	create(t, s, "idle", 1)
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
+	for range 14 { // 4.2 s, twice the inactivity period, with a read of "read" every 0.3 s
 		if _, err := s.Page(ctx, "read", timeline.Entry{}, 10); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		clock.Advance(300 * time.Millisecond)
+		if wallClockExpiry {
+			time.Sleep(300 * time.Millisecond)
+		}
 	}
 	push(t, s, []string{"read", "idle"}, 2)
 	if ok, err := s.Exists(ctx, "idle"); err != nil || ok {
@@ -599,9 +623,9 @@ func testMerge(t *testing.T, s timeline.Store) {
 }
 
 // testTTL runs on a store whose entries live 30 minutes: entry n is an hour old.
-func testTTL(t *testing.T, s timeline.Store) {
+func testTTL(t *testing.T, s timeline.Store, clock *tabletest.Clock) {
 	fresh := func(id string, age time.Duration) timeline.Entry {
-		return timeline.Entry{PostID: id, AuthorID: "A0", At: time.Now().Add(-age)}
+		return timeline.Entry{PostID: id, AuthorID: "A0", At: clock.Now().Add(-age)}
 	}
 	if err := s.Create(ctx, "u", []timeline.Entry{entry(1), fresh("F1", 2*time.Minute)}); err != nil {
 		t.Fatal(err)
@@ -612,6 +636,9 @@ func testTTL(t *testing.T, s timeline.Store) {
 		}
 	}
 	same(t, "timeline", all(t, s, "u", 10), []string{"F2", "F1"})
+	// Time passes: F1 (2 minutes old) goes past the TTL 28 minutes later, F2 a minute after it.
+	clock.Advance(28*time.Minute + 30*time.Second)
+	same(t, "timeline 28.5 minutes later", all(t, s, "u", 10), []string{"F2"})
 }
 
 // testLatePushBelowCap: pushes arrive out of order (fan-out of different posts runs concurrently,
