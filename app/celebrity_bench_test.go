@@ -13,7 +13,7 @@ import (
 	"github.com/rookery/rookery/table"
 )
 
-// BenchmarkMillionFollowers is issue 5's synthetic author with 1,000,000 followers, on a durable
+// BenchmarkMillionFollowers is a synthetic author with 1,000,000 followers, on a durable
 // Pebble store with table timelines: the edges are written straight to the table (the API would take
 // minutes per million), 1,000 of the followers are real users whose timelines exist. It reports
 // what a post by that author costs beside a post by an author with 100 followers (the API call, and

@@ -25,7 +25,7 @@ import (
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
-// The home timeline benchmarks (issue 5), on Pebble on disk (synced, as `rookery serve` runs it)
+// The home timeline benchmarks, on Pebble on disk (synced, as `rookery serve` runs it)
 // with timelines in the store's engine (rookery serve's default), table-backed or in Redis:
 //
 //	go test -run '^$' -bench 'Fanout|FeedRead' -benchtime 3x ./app

@@ -43,8 +43,8 @@ type PostInput struct {
 	Visibility string          `json:"visibility"`
 }
 
-// PostEdit is the body of PATCH /v1/posts/{id}: the fields to change. (API.md lists text and tags;
-// issue 5 adds visibility: a post may be turned to followers or back.)
+// PostEdit is the body of PATCH /v1/posts/{id}: the fields to change: text, tags and visibility (a
+// post may be turned to followers or back).
 type PostEdit struct {
 	Text       *string   `json:"text"`
 	Tags       *[]string `json:"tags"`

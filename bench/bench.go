@@ -1,4 +1,4 @@
-// Package bench is Rookery's load harness (issue 6): open-loop workloads over a follow graph, with
+// Package bench is Rookery's load harness: open-loop workloads over a follow graph, with
 // latency measured from each request's intended send time (no coordinated omission) into HDR
 // histograms per operation, the achieved rate against the target, errors by status, and sampled
 // fan-out lag. A Target runs the operations; HTTPTarget runs them against a Rookery server.
@@ -42,8 +42,8 @@ var Mixes = map[string]map[string]float64{
 	"like":        {OpLike: 0.6, OpFeed: 0.3, OpPost: 0.1},
 	"delete":      {OpPost: 0.4, OpDelete: 0.3, OpFeed: 0.3},
 	"write-heavy": {OpPost: 0.5, OpLike: 0.3, OpFollow: 0.1, OpFeed: 0.1},
-	"feed":        {OpFeed: 1}, // issue 5's read target
-	"post":        {OpPost: 1}, // issue 5's fan-out lag target (with --users followers)
+	"feed":        {OpFeed: 1}, // the feed-read target
+	"post":        {OpPost: 1}, // the fan-out lag target (with --users followers)
 }
 
 // Request is one operation for a Target.
@@ -58,7 +58,7 @@ type Request struct {
 	Cursor string // feed: the page after the one that returned it as Reply.Next
 	// IDs asks a feed read for its post ids and next cursor (a lag probe). Without it a target may
 	// read the body through without decoding it, as load generators do: the harness shares the
-	// machine with the server it measures, and decoding every page was 40% of its CPU.
+	// machine with the server it measures, and decoding every page would take CPU from it.
 	IDs bool
 }
 

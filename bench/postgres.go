@@ -12,7 +12,7 @@ import (
 	"github.com/rookery/rookery/graph"
 )
 
-// PostgresTarget is the first baseline of issue 6: fan-out on read in PostgreSQL, what many teams
+// PostgresTarget is the first baseline: fan-out on read in PostgreSQL, what many teams
 // build first. Posts and follows live in tables with the obvious indexes; the home feed is one query
 // joining the reader's follows to posts, newest first (as Bluesky's open-source AppView builds its
 // timeline). Everything lives in its own schema.

@@ -12,7 +12,7 @@ import (
 	"github.com/rookery/rookery/graph"
 )
 
-// RedisListTarget is the second baseline of issue 6: seed 002's naive Redis timeline. A post is a
+// RedisListTarget is the second baseline: the naive Redis timeline of seed 002. A post is a
 // hash; creating one LPUSHes its id onto every follower's list and LTRIMs it to 800, in the
 // request; a feed read is LRANGE, then the post bodies one by one in a pipeline. Deleted posts stay
 // in the lists (reads skip bodies that are gone). Keys carry the prefix.

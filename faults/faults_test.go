@@ -231,7 +231,7 @@ func faultEpisodes(t *testing.T, rng *rand.Rand, svc *services, d *deployment, w
 		{name: "SIGKILL " + worker.name + ", restarted", run: func() { worker.kill(t, ms(300, 2000)) }},
 		{name: "SIGKILL " + api.name + ", restarted", run: func() { api.kill(t, ms(300, 1500)) }},
 		// Redis comes back empty, and DynamoDB pauses while readers rebuild their timelines: the
-		// rebuilds fail half-way while fan-out retried during the outage lands (issue 22's loss).
+		// rebuilds fail half-way while fan-out retried during the outage lands (a loss this test found: docs/timelines.md).
 		{name: "Redis restarted empty, then DynamoDB Local paused", run: func() {
 			svc.restartRedisEmpty(t, ms(800, 2000))
 			time.Sleep(ms(0, 300))
@@ -304,7 +304,7 @@ func (w *workload) register(tag string, n int) {
 	}
 }
 
-// probe is issue 22's schedule, on a pair of users nothing else touches: the reader follows the
+// probe is the schedule of a loss this test found (docs/timelines.md), on a pair of users nothing else touches: the reader follows the
 // author and has never read their feed. Redis goes down; the author posts p_old, whose fan-out fails
 // and is retried with a growing backoff (a few times, so the circuit breaker stays closed). Redis
 // comes back empty; the author posts p_new, whose fan-out skips the reader (no timeline). DynamoDB

@@ -1,4 +1,4 @@
-// Package graph reads follow graphs for imports, benchmarks and replay tests (issue 6): SNAP edge
+// Package graph reads follow graphs for imports, benchmarks and replay tests: SNAP edge
 // lists and DeathStarBench's .nodes/.edges pairs (../shared/data/graphs/SOURCE.md).
 package graph
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Synthetic describes a generated graph for what the real graphs lack (issue 6): power-law
+// Synthetic describes a generated graph for what the real graphs lack: power-law
 // follower counts, plus a few hub authors with a given number of followers each (100,000 to
 // 1,000,000 for celebrity tests). The same spec and seed give the same graph.
 type Synthetic struct {

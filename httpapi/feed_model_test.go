@@ -15,7 +15,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The model-based test of the home feed (issue 5). Random sequences of register, follow, unfollow,
+// The model-based test of the home feed. Random sequences of register, follow, unfollow,
 // block, unblock, mute, unmute, post, edit visibility, delete, losing a stored timeline, and reads run
 // against the real service through HTTP, with a celebrity threshold of 2 (authors cross it both ways)
 // and timelines capped at 4 (reads page past the cap). A reference model computes every feed from

@@ -12,7 +12,7 @@ import (
 	"github.com/rookery/rookery/timeline"
 )
 
-// TestFailedRebuildLosesNoPost is issue 22's loss, step by step in one process: a reader who never
+// TestFailedRebuildLosesNoPost is a loss the fault test found, step by step in one process: a reader who never
 // read their feed (no timeline) follows an author whose posts p_old and p_new fan-out skips; the
 // reader's first read fails half-way through the rebuild (the store fails its queries); then a
 // late, retried push of p_old lands. Every post must still be in the feed. Before the fix, the

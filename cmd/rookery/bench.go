@@ -17,7 +17,7 @@ import (
 	"github.com/rookery/rookery/graph"
 )
 
-// benchCmd runs the load harness against a running server (issue 6, docs/performance.md).
+// benchCmd runs the load harness against a running server (docs/performance.md).
 func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	var (
 		server, prefix, mix, users, out    string

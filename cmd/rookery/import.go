@@ -17,7 +17,7 @@ import (
 	"github.com/rookery/rookery/internal/progress"
 )
 
-// importCmd loads data into a running server through its public API (issue 6).
+// importCmd loads data into a running server through its public API.
 func importCmd(cfg *config, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Load data into a running server through its API"}
 	var (

@@ -111,15 +111,12 @@ func tune(po *cpebble.Options) {
 	po.LBaseMaxBytes = 256 << 20
 	// Level 0 is compacted when it is 8 files deep, not 4 (Pebble's default), and writes stop at 24,
 	// not 12: each compaction into the base level rewrites the overlapping part of that level, and
-	// with twice the new data per compaction that is paid half as often. Interleaved 2 s runs of 64
-	// writers: indexed posts 57,000-58,000 items/s against 45,000-55,000, immutable entries
-	// 127,000-148,000 against 119,000-133,000; fan-out into timelines +25%. A query's p50 while
-	// posts are written (QueryPage20DescUnderWrites) stayed within the rounds' noise. 12 and 16
-	// wrote a little faster again, but the query read more level-0 files (p50 +15% at 16).
+	// with twice the new data per compaction that is paid half as often. Deeper still wrote faster
+	// but made queries read more level-0 files (the runs are in docs/performance.md).
 	po.L0CompactionThreshold = 8
 	po.L0StopWritesThreshold = 24
 	// A second compaction may run when compaction debt builds up (Pebble's default is one at a
-	// time): fan-out 468,000-543,000 entries/s against 442,000-491,000 (6 interleaved rounds).
+	// time): fan-out writes faster (docs/performance.md).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
 	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })

@@ -466,7 +466,7 @@ func testBuild(t *testing.T, s timeline.Store) {
 	same(t, "after a late push below the cut", all(t, s, "big", 100), got)
 }
 
-// testFailedBuild is the loss issue 22 reports: a rebuild whose pull failed left an empty timeline
+// testFailedBuild is a loss the fault test found (docs/timelines.md): a rebuild whose pull failed left an empty timeline
 // that was trusted, and a late push (a retried fan-out of an older post) then made it look complete
 // above that post, hiding a newer post whose fan-out had skipped the missing timeline.
 func testFailedBuild(t *testing.T, s timeline.Store) {
