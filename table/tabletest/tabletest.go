@@ -10,11 +10,11 @@
 package tabletest
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/clocktest"
 	"github.com/rookery/rookery/table"
 )
 
@@ -35,28 +35,11 @@ type Config struct {
 // Factory opens an empty table configured as cfg says, and registers its cleanup with t.
 type Factory func(t testing.TB, cfg Config) table.Table
 
-// Clock is a settable clock for tests.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// Clock is a settable clock for tests (clocktest.Clock, named here for the suites that use it).
+type Clock = clocktest.Clock
 
 // NewClock returns a Clock set to t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now implements rookery.Clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func NewClock(t time.Time) *Clock { return clocktest.New(t) }
 
 // env is one test's table and clock.
 type env struct {

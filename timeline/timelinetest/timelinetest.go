@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
-	"github.com/rookery/rookery/table/tabletest"
+	"github.com/rookery/rookery/internal/clocktest"
 	"github.com/rookery/rookery/timeline"
 )
 
@@ -68,8 +68,8 @@ func run(t *testing.T, open Factory, wallClockExpiry bool) {
 		{"merges racing pushes lose no push and leave no hole above the oldest entry", testMergeRacingPushes},
 		{"bad users and limits are invalid", testInvalid},
 	}
-	config := func(l timeline.Limits) (Config, *tabletest.Clock) {
-		clock := tabletest.NewClock(time.Now().UTC())
+	config := func(l timeline.Limits) (Config, *clocktest.Clock) {
+		clock := clocktest.New(time.Now().UTC())
 		return Config{Limits: l, Clock: clock}, clock
 	}
 	for _, tc := range tests {
@@ -562,7 +562,7 @@ func testDropOlder(t *testing.T, s timeline.Store) {
 	}
 }
 
-func testInactive(t *testing.T, s timeline.Store, clock *tabletest.Clock, wallClockExpiry bool) {
+func testInactive(t *testing.T, s timeline.Store, clock *clocktest.Clock, wallClockExpiry bool) {
 	create(t, s, "read", 1)
 	create(t, s, "idle", 1)
 	for range 14 { // 4.2 s, twice the inactivity period, with a read of "read" every 0.3 s
@@ -623,7 +623,7 @@ func testMerge(t *testing.T, s timeline.Store) {
 }
 
 // testTTL runs on a store whose entries live 30 minutes: entry n is an hour old.
-func testTTL(t *testing.T, s timeline.Store, clock *tabletest.Clock) {
+func testTTL(t *testing.T, s timeline.Store, clock *clocktest.Clock) {
 	fresh := func(id string, age time.Duration) timeline.Entry {
 		return timeline.Entry{PostID: id, AuthorID: "A0", At: clock.Now().Add(-age)}
 	}
