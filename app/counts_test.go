@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testtable"
+
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/table"
-	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
-	"github.com/rookery/rookery/table/pebble"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -29,22 +29,8 @@ var backends = map[string]func(t *testing.T) table.Table{
 }
 
 var backendsAt = map[string]func(t *testing.T, clock rookery.Clock) table.Table{
-	"pebble": func(t *testing.T, clock rookery.Clock) table.Table {
-		db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	},
-	"dynamodb": func(t *testing.T, clock rookery.Clock) table.Table {
-		client := dynamotest.Client(t)
-		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	},
+	"pebble":   func(t *testing.T, clock rookery.Clock) table.Table { return testtable.Pebble(t, app.Schema, clock) },
+	"dynamodb": func(t *testing.T, clock rookery.Clock) table.Table { return testtable.Dynamo(t, app.Schema, clock) },
 }
 
 // TestCountsAreExactUnderConcurrencyAndRedelivery hammers follows, unfollows, likes and unlikes from many

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testtable"
+
 	"github.com/oklog/ulid/v2"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -30,7 +32,6 @@ import (
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
-	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
@@ -113,21 +114,7 @@ func TestMain(m *testing.M) {
 }
 
 func openStore(t testing.TB, clock rookery.Clock) table.Table {
-	t.Helper()
-	if os.Getenv("ROOKERY_TEST_STORE") == "dynamo" {
-		client := dynamotest.Client(t)
-		db, err := dynamo.New(client, dynamo.Options{Table: dynamotest.NewTable(t, client, app.Schema), Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
-	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("c")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return testtable.FromEnv(t, app.Schema, clock)
 }
 
 func newFixture(t testing.TB) (*fixture, *flakyStore) { return newFixtureWith(t, fixtureConfig{}) }
@@ -165,7 +152,8 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
 		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRebuild: m.ObserveRebuild})
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRebuild: m.ObserveRebuild,
+		OtherGroups: []string{"audit"}}) // a group outside the App, as the analytics export's is
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{
@@ -490,6 +478,7 @@ func TestDeadLetterAdministration(t *testing.T) {
 	f.want(f.do("POST", "/v1/admin/dlq/audit/ev0/replay", alice, ""), 403, "forbidden")
 	f.want(f.do("DELETE", "/v1/admin/dlq/audit/ev0", alice, ""), 403, "forbidden")
 	f.want(f.do("GET", "/v1/admin/dlq/audit", "", ""), 401, "unauthenticated")
+	f.want(f.do("GET", "/v1/admin/dlq/nope", app, ""), 404, "not_found")
 	r := f.do("GET", "/v1/admin/dlq/audit?limit=2", app, "")
 	f.want(r, 200, "")
 	items := r.body["items"].([]any)

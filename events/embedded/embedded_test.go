@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testtable"
+
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/table"
-	"github.com/rookery/rookery/table/pebble"
 )
 
 func TestConformance(t *testing.T) {
@@ -30,11 +31,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceOnTheStoresEngine(t *testing.T) {
 	ctx := context.Background()
 	eventstest.Run(t, func(t testing.TB) events.Log {
-		store, err := pebble.Open(pebble.Options{InMemory: true, Clock: rookery.SystemClock, CursorKey: []byte("k"),
-			Schema: table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "gsi1pk", SK: "gsi1sk"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := testtable.Pebble(t, table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "gsi1pk", SK: "gsi1sk"}}}, rookery.SystemClock)
 		item := table.Item{table.PK: "A", table.SK: "1", "gsi1pk": "X", "gsi1sk": "2", "ttl": time.Now().Add(time.Hour).Unix()}
 		if err := store.Put(ctx, item); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testtable"
+
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
@@ -27,11 +29,7 @@ var _ pebble.Stager = (*embedded.Log)(nil)
 func TestStoredFormats(t *testing.T) {
 	ctx := context.Background()
 	clock := tabletest.NewClock(time.Now())
-	store, err := pebble.Open(pebble.Options{InMemory: true, Clock: clock, CursorKey: []byte("k")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := testtable.Pebble(t, table.Schema{}, clock)
 	engine := store.Engine()
 	// As an earlier version wrote them: 10 events of keys k0, k1, k2 in 2 partitions.
 	const parts = 2

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testtable"
+
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
@@ -25,12 +27,7 @@ var ctx = context.Background()
 // openStore opens a table store in memory, as rookery serve does on disk: the timelines live in
 // its engine.
 func openStore(t testing.TB, clock rookery.Clock) *pebble.DB {
-	db, err := pebble.Open(pebble.Options{InMemory: true, Schema: app.Schema, Clock: clock, CursorKey: []byte("k")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return testtable.Pebble(t, app.Schema, clock)
 }
 
 func open(t testing.TB, db *pebble.DB, o pebblestore.Options) *pebblestore.Store {
