@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"internal/keylock":        {},
 	"internal/cputime":        {},
 	"internal/clocktest":      {},
+	"internal/testenv":        {},
 	"internal/testtable":      {"", "table", "table/pebble", "table/dynamo", "table/dynamo/dynamotest"},
 	"internal/model":          {},
 	"internal/progress":       {},

@@ -17,6 +17,7 @@ import (
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/cputime"
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
@@ -64,7 +65,7 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 	case "table":
 		w.tl = tablestore.New(db, tablestore.Options{})
 	case "redis":
-		client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{"127.0.0.1:6379"}))
+		client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{testenv.RedisAddr()}))
 		prefix := fmt.Sprintf("rookerybench-%d", time.Now().UnixNano())
 		s := tlredis.New(client, tlredis.Options{Prefix: prefix})
 		b.Cleanup(func() { s.Drop(context.Background()); client.Close() })

@@ -4,32 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rookery/rookery/bench"
+	"github.com/rookery/rookery/internal/testenv"
 )
 
-// The baselines need the PostgreSQL (127.0.0.1:5432, database test) and Redis (127.0.0.1:6379) of
-// the machine; each test works in a schema or key prefix of its own and removes it.
+// The baselines need the PostgreSQL and Redis of internal/testenv (scripts/test.sh starts them for
+// the run); each test works in a schema or key prefix of its own and removes it.
 func baselines(t *testing.T) map[string]bench.Target {
 	ctx := context.Background()
 	name := fmt.Sprintf("rookerytest_%d", time.Now().UnixNano())
-	url := os.Getenv("ROOKERY_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test"
-	}
+	url := testenv.PostgresURL()
 	pg, err := bench.NewPostgresTarget(ctx, url, name, 8)
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", url, err)
 	}
 	t.Cleanup(func() { pg.Drop(ctx) })
-	addr := os.Getenv("ROOKERY_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
+	addr := testenv.RedisAddr()
 	rl := bench.NewRedisListTarget(addr, name)
 	t.Cleanup(func() { rl.Drop(ctx); rl.Close() })
 	if err := pg.Load(ctx, tiny, io.Discard); err != nil {

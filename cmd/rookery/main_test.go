@@ -23,6 +23,7 @@ import (
 	"github.com/rookery/rookery/events/eventstest"
 	natslog "github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/export"
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	tlredis "github.com/rookery/rookery/timeline/redis"
@@ -344,10 +345,7 @@ func TestDLQCommandThroughTheServer(t *testing.T) {
 	// A group the server knows but does not consume (the analytics export, without --export-dir):
 	// its own consumers would race the test for the replayed event.
 	const deadGroup = ExportGroup
-	natsURL := os.Getenv("ROOKERY_TEST_NATS_URL")
-	if natsURL == "" {
-		natsURL = "nats://127.0.0.1:4222"
-	}
+	natsURL := testenv.NATSURL()
 	prefix := fmt.Sprintf("rookerye2e_%d", time.Now().UnixNano())
 	l, err := natslog.Open(ctx, natslog.Options{URL: natsURL, Prefix: prefix, Partitions: 2})
 	if err != nil {
@@ -398,7 +396,7 @@ func TestDLQCommandThroughTheServer(t *testing.T) {
 }
 
 func TestRedisTimelinesConfiguration(t *testing.T) {
-	srv := start(t, nil, "--data-dir", t.TempDir(), "--timelines", "redis", "--redis-prefix", redisPrefix(t))
+	srv := start(t, nil, "--data-dir", t.TempDir(), "--timelines", "redis", "--redis-addr", testenv.RedisAddr(), "--redis-prefix", redisPrefix(t))
 	if st, body := call(t, "GET", srv.url+"/readyz", "", ""); st != 200 {
 		t.Fatalf("readyz with Redis timelines = %d %v", st, body)
 	}
@@ -415,7 +413,7 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 	for _, store := range []string{"store", "table", "redis"} {
 		t.Run(store, func(t *testing.T) {
 			dir := t.TempDir()
-			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-prefix", redisPrefix(t))
+			srv := start(t, nil, "--data-dir", dir, "--timelines", store, "--redis-addr", testenv.RedisAddr(), "--redis-prefix", redisPrefix(t))
 			tok := func(sub string) string {
 				return strings.TrimSpace(command(t, nil, "token", "--sub", sub, "--data-dir", dir))
 			}
@@ -565,7 +563,7 @@ func TestBenchCommand(t *testing.T) {
 func TestEngagementEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	srv := start(t, nil, "--data-dir", dir, "--export-dir", "export", "--export-roll-age", "100ms",
-		"--cache", "redis", "--redis-prefix", redisPrefix(t))
+		"--cache", "redis", "--redis-addr", testenv.RedisAddr(), "--redis-prefix", redisPrefix(t))
 	tok := strings.TrimSpace(command(t, nil, "token", "--sub", "dana", "--data-dir", dir))
 	if st, body := call(t, "PUT", srv.url+"/v1/users/dana", tok, `{"username":"dana","timezone":"Asia/Kolkata"}`); st != 201 {
 		t.Fatalf("PUT user = %d %v", st, body)
@@ -615,10 +613,7 @@ func TestEngagementEndToEnd(t *testing.T) {
 // to the other; the worker fans out, counts, scores and records activities.
 func TestScaleOutEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	natsURL := os.Getenv("ROOKERY_TEST_NATS_URL")
-	if natsURL == "" {
-		natsURL = "nats://127.0.0.1:4222"
-	}
+	natsURL := testenv.NATSURL()
 	stamp := time.Now().UnixNano()
 	name, prefix := fmt.Sprintf("rookery-scale-%d", stamp), redisPrefix(t)
 	vars := map[string]string{
@@ -626,7 +621,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 		"ROOKERY_DYNAMO_REGION": "us-east-1", "ROOKERY_AWS_ACCESS_KEY_ID": "test", "ROOKERY_AWS_SECRET_ACCESS_KEY": "test",
 		"ROOKERY_AUTH_SECRET": strings.Repeat("s", 32),
 		"ROOKERY_EVENTS":      "nats", "ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2",
-		"ROOKERY_TIMELINES": "redis", "ROOKERY_CACHE": "redis", "ROOKERY_REDIS_PREFIX": prefix,
+		"ROOKERY_TIMELINES": "redis", "ROOKERY_CACHE": "redis", "ROOKERY_REDIS_PREFIX": prefix, "ROOKERY_REDIS_ADDR": testenv.RedisAddr(),
 		"ROOKERY_LEADERBOARD_CACHE": "0s",
 	}
 	command(t, vars, "migrate")
@@ -710,7 +705,7 @@ func redisPrefix(t *testing.T) string {
 	t.Helper()
 	prefix := fmt.Sprintf("rookerye2e_%d", time.Now().UnixNano())
 	t.Cleanup(func() {
-		client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+		client := goredis.NewClient(&goredis.Options{Addr: testenv.RedisAddr()})
 		defer client.Close()
 		ctx := context.Background()
 		if err := tlredis.New(client, tlredis.Options{Prefix: prefix}).Drop(ctx); err != nil {

@@ -13,17 +13,13 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/events/nats"
+	"github.com/rookery/rookery/internal/testenv"
 )
 
-// The tests use the NATS server on 127.0.0.1:4222 (or ROOKERY_TEST_NATS_URL), which .ci/run starts
-// if it is not running; each test has streams of its own, deleted when it ends. A server that does
-// not answer fails the tests: they never skip.
-func url() string {
-	if u := os.Getenv("ROOKERY_TEST_NATS_URL"); u != "" {
-		return u
-	}
-	return "nats://127.0.0.1:4222"
-}
+// The tests use the NATS server of internal/testenv (scripts/test.sh starts one for the run); each
+// test has streams of its own, deleted when it ends. A server that does not answer fails the
+// tests: they never skip.
+func url() string { return testenv.NATSURL() }
 
 var seq atomic.Int64
 

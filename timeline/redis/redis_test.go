@@ -10,19 +10,15 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/redis"
 	"github.com/rookery/rookery/timeline/timelinetest"
 )
 
-// The tests use the Redis on 127.0.0.1:6379 (or ROOKERY_TEST_REDIS_ADDR), each with a key prefix of
+// The tests use the Redis of internal/testenv, each with a key prefix of
 // its own, deleted when it ends. A Redis that does not answer fails them: they never skip.
-func addr() string {
-	if a := os.Getenv("ROOKERY_TEST_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+func addr() string { return testenv.RedisAddr() }
 
 var seq atomic.Int64
 
