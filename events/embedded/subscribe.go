@@ -1,0 +1,342 @@
+package embedded
+
+// Subscriptions: consumer groups, their partitions' delivery state and the in-memory tail of recent
+// events, deliveries, acks and naks.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/events"
+)
+
+type group struct {
+	name      string
+	committed []uint64
+	parts     []partState // one per partition, plus one for the replay queue (the last)
+	// ahead[p] holds the events of partition p from offset committed[p] on, read ahead in one scan
+	// so that a delivery costs no read of its own.
+	ahead [][]rookery.Event
+	dirty bool // committed offsets not yet written
+	// noReplays is set when the group's replay queue was found empty and cleared by Replay, so
+	// that looking for work does not scan the queue again and again.
+	noReplays bool
+}
+
+// partState is a group's delivery state of one partition.
+type partState struct {
+	inFlight    bool
+	gen         uint64 // increases with every delivery; an ack of an older one is stale
+	attempts    int
+	deliveredAt time.Time
+	ackWait     time.Duration
+	notBefore   time.Time
+	replayKey   []byte // for the replay queue: the key of the entry in flight
+}
+
+// tail is a partition's latest appended events, up to its next offset, kept in memory as they are
+// published: a group that keeps up reads them from here instead of opening an engine iterator (one
+// per delivery per group), and every group shares one decoding of them.
+type tail struct {
+	base uint64          // the offset of evs[0]
+	evs  []rookery.Event // the events at offsets base, base+1, ..., at most up to next-1
+}
+
+// tailMax is how many events a partition's tail keeps (half are dropped when it is passed).
+const tailMax = 1024
+
+// push adds the event at offset off, which follows the last one (else the tail starts again at off).
+func (t *tail) push(off uint64, ev rookery.Event) {
+	if off != t.base+uint64(len(t.evs)) {
+		t.base, t.evs = off, nil
+	}
+	t.evs = append(t.evs, ev)
+	if len(t.evs) > tailMax {
+		drop := len(t.evs) - tailMax/2
+		t.base += uint64(drop)
+		t.evs = slices.Clone(t.evs[drop:])
+	}
+}
+
+// read returns up to n events from offset from on, if the tail holds from.
+func (t *tail) read(from uint64, n int) ([]rookery.Event, bool) {
+	if from < t.base || from >= t.base+uint64(len(t.evs)) {
+		return nil, false
+	}
+	i := int(from - t.base)
+	return slices.Clip(t.evs[i:min(len(t.evs), i+n)]), true
+}
+
+// Subscribe implements events.Log.
+func (l *Log) Subscribe(ctx context.Context, name string, opts events.SubscribeOptions) (events.Subscription, error) {
+	const op rookery.Op = "embedded.Subscribe"
+	if err := checkGroup(op, name); err != nil {
+		return nil, err
+	}
+	if opts.AckWait <= 0 {
+		opts.AckWait = events.DefaultAckWait
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	g, err := l.groupLocked(name)
+	if err != nil {
+		return nil, rookery.E(op, rookery.Internal, err)
+	}
+	return &subscription{l: l, g: g, opts: opts, held: map[int]uint64{}}, nil
+}
+
+// groupLocked returns the state of group name, loading its committed offsets on first use.
+func (l *Log) groupLocked(name string) (*group, error) {
+	if g, ok := l.groups[name]; ok {
+		return g, nil
+	}
+	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts)}
+	for p := range l.parts {
+		v, closer, err := l.db.Get(offsetKey(name, p))
+		if err == cpebble.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.committed[p] = binary.BigEndian.Uint64(v)
+		closer.Close()
+	}
+	for p := range l.parts {
+		// A new group starts at the oldest event kept; so does one whose acked events a trim took
+		// after a crash lost its latest offsets (it had acked them).
+		g.committed[p] = max(g.committed[p], l.first[p])
+	}
+	l.groups[name] = g
+	return g, nil
+}
+
+type subscription struct {
+	l    *Log
+	g    *group
+	opts events.SubscribeOptions
+	// held maps the partitions this subscription has a delivery in flight on to that delivery's gen.
+	held   map[int]uint64
+	rr     int
+	closed bool
+}
+
+type delivery struct {
+	s       *subscription
+	part    int
+	gen     uint64
+	ev      rookery.Event
+	attempt int
+}
+
+func (d *delivery) Event() rookery.Event { return d.ev }
+
+func (d *delivery) Attempt() int { return d.attempt }
+
+// Next implements events.Subscription.
+func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
+	const op rookery.Op = "embedded.Next"
+	for {
+		s.l.mu.Lock()
+		if s.l.closed || s.closed {
+			s.l.mu.Unlock()
+			return nil, rookery.E(op, rookery.Unavailable, "the subscription or the log is closed")
+		}
+		wake := s.l.changed
+		d, wait, err := s.pickLocked(s.l.clock.Now())
+		s.l.mu.Unlock()
+		if err != nil {
+			return nil, rookery.E(op, rookery.Internal, err)
+		}
+		if d != nil {
+			return d, nil
+		}
+		// Wait for a change, for the earliest retry or ack deadline, or at most 100 ms (a clock
+		// under test may move without waking anyone).
+		timer := time.NewTimer(min(wait, 100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// pickLocked hands out the next ready event of any partition of the group that has none in
+// flight, or returns how long to wait before one may be ready.
+func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, error) {
+	l, g := s.l, s.g
+	wait := time.Hour
+	n := l.parts + 1
+	for i := range n {
+		p := (s.rr + i) % n
+		ps := &g.parts[p]
+		if ps.inFlight {
+			deadline := ps.deliveredAt.Add(ps.ackWait)
+			if now.Before(deadline) {
+				wait = min(wait, deadline.Sub(now))
+				continue
+			}
+			ps.inFlight = false // the consumer is presumed dead: deliver again
+		}
+		if now.Before(ps.notBefore) {
+			wait = min(wait, ps.notBefore.Sub(now))
+			continue
+		}
+		ev, replayKey, ok, err := l.headLocked(g, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			continue
+		}
+		ps.inFlight, ps.deliveredAt, ps.ackWait, ps.replayKey = true, now, s.opts.AckWait, replayKey
+		ps.gen++
+		ps.attempts++
+		s.held[p] = ps.gen
+		s.rr = (p + 1) % n
+		return &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}, 0, nil
+	}
+	return nil, wait, nil
+}
+
+// headLocked returns the group's next event of partition p (p == parts: the replay queue).
+func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
+	if p < l.parts {
+		if g.committed[p] >= l.next[p] {
+			return rookery.Event{}, nil, false, nil
+		}
+		if len(g.ahead[p]) == 0 {
+			evs, err := l.readLocked(p, g.committed[p], readAhead)
+			if err != nil {
+				return rookery.Event{}, nil, false, err
+			}
+			g.ahead[p] = evs
+		}
+		return g.ahead[p][0], nil, true, nil
+	}
+	if g.noReplays {
+		return rookery.Event{}, nil, false, nil
+	}
+	prefix := groupKey('r', g.name)
+	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return rookery.Event{}, nil, false, err
+	}
+	defer iter.Close()
+	if !iter.First() {
+		g.noReplays = iter.Error() == nil
+		return rookery.Event{}, nil, false, iter.Error()
+	}
+	var ev rookery.Event
+	if err := json.Unmarshal(iter.Value(), &ev); err != nil {
+		return rookery.Event{}, nil, false, err
+	}
+	return ev, bytes.Clone(iter.Key()), true, nil
+}
+
+// readAhead is how many events of a partition a group reads in one scan.
+const readAhead = 256
+
+// readLocked returns up to n stored events of partition p from offset from on.
+func (l *Log) readLocked(p int, from uint64, n int) ([]rookery.Event, error) {
+	if evs, ok := l.tails[p].read(from, n); ok {
+		return evs, nil
+	}
+	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: eventKey(p, from), UpperBound: eventKey(p, l.next[p])})
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	var evs []rookery.Event
+	for ok := iter.First(); ok && len(evs) < n; ok = iter.Next() {
+		st, err := decodeStored(iter.Value())
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, st.Event)
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("event log: partition %d has no event at offset %d", p, from)
+	}
+	return evs, iter.Error()
+}
+
+// Ack implements events.Delivery. Acking a delivery that was already delivered again (its ack
+// wait passed) is Conflict: the event belongs to the newer delivery now.
+func (d *delivery) Ack(ctx context.Context) error {
+	const op rookery.Op = "embedded.Ack"
+	l, g := d.s.l, d.s.g
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := &g.parts[d.part]
+	if l.closed {
+		return rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	if !ps.inFlight || ps.gen != d.gen {
+		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
+	}
+	if d.part < l.parts {
+		// Committed in memory now and written by the flusher within offsetFlushInterval: a crash
+		// in between delivers these events again, which at-least-once allows.
+		g.committed[d.part]++
+		if len(g.ahead[d.part]) > 0 {
+			g.ahead[d.part] = g.ahead[d.part][1:]
+		}
+		g.dirty = true
+	} else if err := l.db.Delete(ps.replayKey, cpebble.Sync); err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey = false, 0, time.Time{}, nil
+	delete(d.s.held, d.part)
+	l.broadcastLocked()
+	return nil
+}
+
+// Nak implements events.Delivery.
+func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
+	const op rookery.Op = "embedded.Nak"
+	l, g := d.s.l, d.s.g
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := &g.parts[d.part]
+	if !ps.inFlight || ps.gen != d.gen {
+		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
+	}
+	ps.inFlight = false
+	ps.notBefore = l.clock.Now().Add(delay)
+	delete(d.s.held, d.part)
+	l.broadcastLocked()
+	return nil
+}
+
+// Close implements events.Subscription: what it holds is delivered again at once.
+func (s *subscription) Close() error {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, gen := range s.held {
+		if ps := &s.g.parts[p]; ps.inFlight && ps.gen == gen {
+			ps.inFlight = false
+		}
+	}
+	s.held, s.closed = map[int]uint64{}, true
+	if !l.closed {
+		l.broadcastLocked()
+	}
+	return nil
+}
