@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,6 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/nats"
-	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 )
@@ -85,42 +83,4 @@ func newOutbox(ctx context.Context, store table.Table, embeddedStore *pebble.DB,
 		ob.Direct = true
 	}
 	return ob, nil
-}
-
-// runPipeline runs the outbox relay and every consumer until ctx ends, reporting outcomes and
-// each group's lag (every 5 s) to m.
-func runPipeline(ctx context.Context, ob *events.Outbox, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); ob.Run(ctx) }()
-	runner := &events.Runner{
-		Log: l, Logger: log,
-		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },
-		Age:   m.ObserveEventAge,
-	}
-	for _, c := range consumers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := runner.Run(ctx, c); err != nil {
-				log.Error("consumer stopped", "consumer", c.Group, "err", err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(5 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					if n, oldest, err := l.Lag(ctx, c.Group); err == nil {
-						m.SetLag(c.Group, n, oldest, rookery.SystemClock.Now())
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -164,15 +164,10 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	if sc.role != "worker" {
 		deps.App = application
 	}
-	pipelineDone := make(chan struct{})
-	pctx, stopPipeline := context.WithCancel(context.Background())
+	var components []component
 	if sc.role != "api" {
-		// The relay and the application's consumers (counters, and later fan-out, notifications ...).
-		go func() { defer close(pipelineDone); runPipeline(pctx, outbox, evlog, consumers, m, log) }()
-	} else {
-		close(pipelineDone)
+		components = pipeline(outbox, evlog, consumers, m, log)
 	}
-	defer func() { stopPipeline(); <-pipelineDone }()
 	srv := &http.Server{
 		Handler:           httpapi.NewServer(deps),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -202,20 +197,24 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		log.Info("profiler listening", "addr", pl.Addr().String())
 	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "timeout", sc.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), sc.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+	components = append(components, component{name: "http server",
+		run: func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+		stop: func(error) {
+			log.Info("shutting down", "timeout", sc.shutdownTimeout)
+			sctx, cancel := context.WithTimeout(context.Background(), sc.shutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				log.Error("shutdown", "err", err)
+			}
+		}})
+	// Everything stops together, when ctx ends or one part fails; the closes deferred above run
+	// after every part has returned.
+	if err := runComponents(ctx, log, components...); err != nil {
 		return err
 	}
 	log.Info("stopped")
