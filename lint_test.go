@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"internal/cputime":        {},
 	"internal/clocktest":      {},
 	"internal/testenv":        {},
-	"internal/testtable":      {"", "table", "table/pebble", "table/dynamo", "table/dynamo/dynamotest"},
+	"internal/testtable":      {"", "table", "table/pebble", "table/dynamo", "table/dynamo/dynamotest", "timeline/tablestore"},
 	"internal/model":          {},
 	"internal/progress":       {},
 	"faults":                  {},

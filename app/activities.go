@@ -146,7 +146,8 @@ func (r streakRecord) item(shards int) table.Item {
 	sum := r.State.Summary()
 	it := table.Item{table.PK: k.PK, table.SK: k.SK, "user_id": r.User, "record": string(state), "version": r.Version}
 	if sum.Current > 0 {
-		it["GSI2PK"], it["GSI2SK"] = streakBoardKeys(r.User, sum.Current, shards)
+		pk, sk := streakBoardKeys(r.User, sum.Current, shards)
+		setIndex(it, gsi2, pk, sk)
 	}
 	return it
 }

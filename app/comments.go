@@ -126,7 +126,7 @@ func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Pag
 	if _, err := a.Post(ctx, post); err != nil {
 		return Page[Comment]{}, err
 	}
-	q, err := a.table.Query(ctx, table.Query{PK: postKey(post).PK, SK: table.SKCond{Op: table.SKBeginsWith, Value: "COMMENT#"}, Limit: limit, Cursor: cursor})
+	q, err := a.table.Query(ctx, withCursor(commentsQuery(post), limit, cursor))
 	if err != nil {
 		return Page[Comment]{}, err
 	}

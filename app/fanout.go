@@ -50,7 +50,8 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
 		return err
 	}
-	q := table.Query{Index: "GSI3", PK: followersPK(p.AuthorID), Limit: fanoutPage}
+	q := followersQuery(p.AuthorID)
+	q.Limit = fanoutPage
 	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
 		users := make([]string, len(edges))
 		for i, k := range edges {

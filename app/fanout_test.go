@@ -9,6 +9,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
@@ -18,7 +19,7 @@ import (
 func TestFanoutAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	tab := backends["pebble"](t)
-	tl := tablestore.New(tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
+	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
 	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, CelebrityThreshold: 2})
 	a := w.a
 	pipeline := w.run(t)
@@ -139,7 +140,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
 	ctx := context.Background()
 	tab := backends["pebble"](t)
-	tl := tablestore.New(tab, tablestore.Options{Limits: timeline.Limits{Cap: 4}})
+	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: 4}})
 	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, TimelineCap: 4})
 	a := w.a // no pipeline: the test applies the cleanup events itself, in the order it wants
 	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})

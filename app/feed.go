@@ -343,7 +343,8 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 // followingOf reads everyone user follows (the GSI1 index: eventually consistent on DynamoDB).
 func (a *App) followingOf(ctx context.Context, user string) ([]string, error) {
 	following := []string{}
-	q := table.Query{Index: "GSI1", PK: followingPK(user), Limit: table.MaxQueryLimit}
+	q := followingQuery(user)
+	q.Limit = table.MaxQueryLimit
 	err := table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
 		for _, k := range edges {
 			following = append(following, followeeOf(k))

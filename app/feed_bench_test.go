@@ -18,6 +18,7 @@ import (
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/cputime"
 	"github.com/rookery/rookery/internal/testenv"
+	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
@@ -63,7 +64,7 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 		b.Cleanup(func() { s.Close() })
 		w.tl = s
 	case "table":
-		w.tl = tablestore.New(db, tablestore.Options{})
+		w.tl = testtable.Timelines(b, db, tablestore.Options{})
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions([]string{testenv.RedisAddr()}))
 		prefix := fmt.Sprintf("rookerybench-%d", time.Now().UnixNano())

@@ -135,22 +135,23 @@ func (a *App) FollowedAt(ctx context.Context, id, target string) (rookery.Time, 
 
 // Following lists whom id follows, newest first.
 func (a *App) Following(ctx context.Context, id, cursor string, limit int) (Page[Follow], error) {
-	return a.followList(ctx, "app.Following", "GSI1", followingPK(id), "followee_id", id, cursor, limit)
+	return a.followList(ctx, "app.Following", followingQuery(id), "followee_id", id, cursor, limit)
 }
 
 // Followers lists who follows id, newest first.
 func (a *App) Followers(ctx context.Context, id, cursor string, limit int) (Page[Follow], error) {
-	return a.followList(ctx, "app.Followers", "GSI3", followersPK(id), "follower_id", id, cursor, limit)
+	return a.followList(ctx, "app.Followers", followersQuery(id), "follower_id", id, cursor, limit)
 }
 
-func (a *App) followList(ctx context.Context, op rookery.Op, index, pk, other, id, cursor string, limit int) (Page[Follow], error) {
+func (a *App) followList(ctx context.Context, op rookery.Op, q table.Query, other, id, cursor string, limit int) (Page[Follow], error) {
 	if err := checkList(op, id, limit); err != nil {
 		return Page[Follow]{}, err
 	}
 	if _, err := caller(ctx, op); err != nil {
 		return Page[Follow]{}, err
 	}
-	p, err := a.table.Query(ctx, table.Query{Index: index, PK: pk, Desc: true, Limit: limit, Cursor: cursor})
+	q.Desc, q.Limit, q.Cursor = true, limit, cursor
+	p, err := a.table.Query(ctx, q)
 	if err != nil {
 		return Page[Follow]{}, err
 	}

@@ -99,12 +99,91 @@ import (
 //
 // <ts> is the time in Unix milliseconds, 13 digits, so that byte order is time order. Index queries
 // are eventually consistent on DynamoDB (docs/table.md): exact answers (AP6) come from Gets.
-var Schema = table.Schema{Indexes: []table.Index{
-	{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK"},
-	{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK"},
-	{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK"},
-	{Name: "GSI4", PK: "GSI4PK", SK: "GSI4SK"},
-}}
+var Schema = table.Schema{Indexes: []table.Index{gsi1, gsi2, gsi3, gsi4}}
+
+// The secondary indexes, by what they serve (the table above). Code names these, never the
+// strings: an item joins an index by setting its PK and SK attributes, a query names it.
+var (
+	gsi1 = table.Index{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK"} // following; posts by author
+	gsi2 = table.Index{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK"} // posts by tag; unread; boards
+	gsi3 = table.Index{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK"} // followers; likes of a post
+	// gsi4 is the index of timelines by post that timeline/tablestore needs (tablestore.Index: a
+	// test in cmd checks they agree; the store checks the table has it when opened).
+	gsi4 = table.Index{Name: "GSI4", PK: "GSI4PK", SK: "GSI4SK"}
+)
+
+// The queries of the access patterns (the table above), newest first where the index sorts by time.
+func followingQuery(user string) table.Query {
+	return table.Query{Index: gsi1.Name, PK: followingPK(user)}
+}
+func followersQuery(user string) table.Query {
+	return table.Query{Index: gsi3.Name, PK: followersPK(user)}
+}
+func postsByAuthorQuery(a string) table.Query {
+	return table.Query{Index: gsi1.Name, PK: postsByAuthorPK(a), Desc: true}
+}
+func postsByTagQuery(tag string) table.Query {
+	return table.Query{Index: gsi2.Name, PK: postsByTagPK(tag), Desc: true}
+}
+func likesQuery(post string) table.Query {
+	return table.Query{Index: gsi3.Name, PK: likesPK(post), Desc: true}
+}
+func unreadQuery(user string) table.Query {
+	return table.Query{Index: gsi2.Name, PK: unreadPK(user), Desc: true}
+}
+func streakBoardQuery(shard int) table.Query {
+	return table.Query{Index: gsi2.Name, PK: streakBoardPK(shard), Desc: true}
+}
+func authorBoardQuery(pk string) table.Query {
+	return table.Query{Index: gsi2.Name, PK: pk, Desc: true}
+}
+
+// withLimit and withCursor return q with a page size, and a cursor.
+func withLimit(q table.Query, limit int) table.Query { q.Limit = limit; return q }
+func withCursor(q table.Query, limit int, cursor string) table.Query {
+	q.Limit, q.Cursor = limit, cursor
+	return q
+}
+
+// prefixQuery is the query of the items of partition pk whose sort key starts with prefix.
+func prefixQuery(pk, prefix string) table.Query {
+	return table.Query{PK: pk, SK: table.SKCond{Op: table.SKBeginsWith, Value: prefix}}
+}
+
+func notificationsQuery(user string) table.Query {
+	q := prefixQuery(notifPK(user), "N#")
+	q.Desc = true
+	return q
+}
+func commentsQuery(post string) table.Query { return prefixQuery(postKey(post).PK, "COMMENT#") }
+func dailyQuery(user string) table.Query    { return prefixQuery(actPK(user), dayPrefix) }
+func boardTalliesQuery(post string) table.Query {
+	return prefixQuery(boardPostKey(post).PK, tallyPrefix)
+}
+func boardLikesQuery(post string) table.Query { return prefixQuery(boardPostKey(post).PK, "LIKE#") }
+func dayOfDaily(sk string) (streak.Date, error) {
+	return streak.ParseDate(strings.TrimPrefix(sk, dayPrefix))
+}
+func dayOfTally(sk string) (streak.Date, error) {
+	return streak.ParseDate(strings.TrimPrefix(sk, tallyPrefix))
+}
+func setIndex(it table.Item, ix table.Index, pk, sk string) { it[ix.PK], it[ix.SK] = pk, sk }
+
+// leaveIndex is the update that takes an item out of ix.
+func leaveIndex(ix table.Index) []string { return []string{ix.PK, ix.SK} }
+
+const (
+	dayPrefix   = "DAY#"
+	tallyPrefix = "LIKES#"
+)
+
+// The kinds of key a view's batch read mixes (loadView), told apart by their partition.
+func isUserKey(k table.Key) bool   { return strings.HasPrefix(k.PK, "USER#") }
+func isFollowKey(k table.Key) bool { return strings.HasPrefix(k.PK, "FOLLOW#") }
+func isMuteKey(k table.Key) bool   { return strings.HasPrefix(k.PK, "MUTE#") }
+
+// blockerOf returns the blocker of a block edge's key; ok is false for another kind of key.
+func blockerOf(k table.Key) (blocker string, ok bool) { return strings.CutPrefix(k.PK, "BLOCK#") }
 
 const skMeta = "META"
 
@@ -128,8 +207,8 @@ func followItem(follower, followee string, at time.Time) table.Item {
 	return table.Item{
 		table.PK: k.PK, table.SK: k.SK,
 		"follower_id": follower, "followee_id": followee, "followed_at": at.UnixMilli(),
-		"GSI1PK": "FOLLOWING#" + follower, "GSI1SK": ts + "#" + followee,
-		"GSI3PK": "FOLLOWEE#" + followee, "GSI3SK": ts + "#FOLLOWER#" + follower,
+		gsi1.PK: followingPK(follower), gsi1.SK: ts + "#" + followee,
+		gsi3.PK: followersPK(followee), gsi3.SK: ts + "#FOLLOWER#" + follower,
 	}
 }
 
@@ -142,7 +221,7 @@ func likeKey(post, user string) table.Key { return table.Key{PK: "POST#" + post,
 func likeItem(post, user string, at time.Time) table.Item {
 	k := likeKey(post, user)
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": post, "user_id": user, "liked_at": at.UnixMilli(),
-		"GSI3PK": likesPK(post), "GSI3SK": tsKey(at) + "#" + user}
+		gsi3.PK: likesPK(post), gsi3.SK: tsKey(at) + "#" + user}
 }
 
 func blockKey(blocker, blocked string) table.Key {
@@ -150,8 +229,9 @@ func blockKey(blocker, blocked string) table.Key {
 }
 func muteKey(muter, muted string) table.Key { return table.Key{PK: "MUTE#" + muter, SK: muted} }
 
-func notifKey(user, id string) table.Key     { return table.Key{PK: "NOTIF#" + user, SK: "N#" + id} }
-func notifRefKey(user, ref string) table.Key { return table.Key{PK: "NOTIF#" + user, SK: "REF#" + ref} }
+func notifPK(user string) string             { return "NOTIF#" + user }
+func notifKey(user, id string) table.Key     { return table.Key{PK: notifPK(user), SK: "N#" + id} }
+func notifRefKey(user, ref string) table.Key { return table.Key{PK: notifPK(user), SK: "REF#" + ref} }
 func unreadPK(user string) string            { return "UNREAD#" + user }
 
 func idempotencyKey(caller, keyHash string) table.Key {
@@ -199,13 +279,15 @@ func activityClaimKey(user, keyHash string) table.Key {
 }
 
 func activityItem(user, id, typ, source string, points int64, at time.Time, expires int64) table.Item {
-	return table.Item{table.PK: "ACT#" + user, table.SK: "EV#" + tsKey(at) + "#" + id, "activity_id": id, "type": typ,
+	return table.Item{table.PK: actPK(user), table.SK: "EV#" + tsKey(at) + "#" + id, "activity_id": id, "type": typ,
 		"source": source, "points": points, "occurred_at": at.UnixMilli(), table.TTL: expires}
 }
 
 func dailyKey(user string, day streak.Date) table.Key {
-	return table.Key{PK: "ACT#" + user, SK: "DAY#" + day.String()}
+	return table.Key{PK: actPK(user), SK: dayPrefix + day.String()}
 }
+
+func actPK(user string) string { return "ACT#" + user }
 
 func scoreKey(author, period, key string) table.Key {
 	return table.Key{PK: "SCORE#" + author, SK: period + "#" + key}
@@ -218,5 +300,5 @@ func boardLikeKey(post, user string) table.Key {
 	return table.Key{PK: "LBPOST#" + post, SK: "LIKE#" + user}
 }
 func boardTallyKey(post string, day streak.Date) table.Key {
-	return table.Key{PK: "LBPOST#" + post, SK: "LIKES#" + day.String()}
+	return table.Key{PK: "LBPOST#" + post, SK: tallyPrefix + day.String()}
 }

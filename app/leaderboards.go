@@ -141,7 +141,7 @@ var errEnough = errors.New("enough")
 // for more than brokenFor days out of the index.
 func (a *App) topStreaksOf(ctx context.Context, shard, limit int, now time.Time) ([]StreakRank, error) {
 	var out []StreakRank
-	err := table.EachPage(ctx, a.table, table.Query{Index: "GSI2", PK: streakBoardPK(shard), Desc: true, Limit: limit}, func(items []table.Item) error {
+	err := table.EachPage(ctx, a.table, withLimit(streakBoardQuery(shard), limit), func(items []table.Item) error {
 		for _, it := range items {
 			r, err := streakFromItem(it)
 			if err != nil {
@@ -156,7 +156,7 @@ func (a *App) topStreaksOf(ctx context.Context, shard, limit int, now time.Time)
 			}
 			if sum := r.State.Summary(); streak.DateOf(now, r.location())-sum.Last > brokenFor {
 				// Best effort: a failed or lost removal leaves an entry the next read skips again.
-				_, _ = a.table.Update(ctx, streakKey(r.User), table.Update{Remove: []string{"GSI2PK", "GSI2SK"}}, table.VersionIs("version", r.Version))
+				_, _ = a.table.Update(ctx, streakKey(r.User), table.Update{Remove: leaveIndex(gsi2)}, table.VersionIs("version", r.Version))
 			}
 		}
 		return nil
@@ -200,7 +200,7 @@ func (a *App) TopAuthors(ctx context.Context, period, at string, limit int) ([]A
 	if v, ok := a.boards.get(ckey, now, a.eng.BoardCache); ok {
 		return v.([]AuthorRank), nil
 	}
-	p, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: pk, Desc: true, Limit: limit})
+	p, err := a.table.Query(ctx, withLimit(authorBoardQuery(pk), limit))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (a *App) scoreWrites(ctx context.Context, author string, t time.Time, posts
 		it := table.Item{table.PK: keys[i].PK, table.SK: keys[i].SK, "author_id": author, "period": p,
 			"posts": n, "likes": l, "score": score, "version": version + 1}
 		if score > 0 {
-			it["GSI2PK"], it["GSI2SK"] = authorBoardPK(p, periodKey(p, t)), fmt.Sprintf("%012d#%s", score, author)
+			setIndex(it, gsi2, authorBoardPK(p, periodKey(p, t)), fmt.Sprintf("%012d#%s", score, author))
 		}
 		writes[i] = table.PutWrite(it, table.VersionIs("version", version))
 	}
@@ -397,14 +397,14 @@ func (a *App) unscorePost(ctx context.Context, post, author string) error {
 	}
 	// Step 2: take back each day's likes with the deletion of that day's tally.
 	var tallies []table.Item
-	if err := table.EachPage(ctx, a.table, table.Query{PK: k.PK, SK: table.SKCond{Op: table.SKBeginsWith, Value: "LIKES#"}}, func(items []table.Item) error {
+	if err := table.EachPage(ctx, a.table, boardTalliesQuery(post), func(items []table.Item) error {
 		tallies = append(tallies, items...)
 		return nil
 	}); err != nil {
 		return err
 	}
 	for _, tally := range tallies {
-		day, err := streak.ParseDate(strings.TrimPrefix(tally.String(table.SK), "LIKES#"))
+		day, err := dayOfTally(tally.String(table.SK))
 		if err != nil {
 			return rookery.E("app.unscorePost", rookery.Internal, err)
 		}
@@ -433,7 +433,7 @@ func (a *App) unscorePost(ctx context.Context, post, author string) error {
 	}
 	// Step 3: forget the likes (no longer needed: the post's likes change nothing now).
 	var likes []table.Write
-	if err := table.EachPage(ctx, a.table, table.Query{PK: k.PK, SK: table.SKCond{Op: table.SKBeginsWith, Value: "LIKE#"}}, func(items []table.Item) error {
+	if err := table.EachPage(ctx, a.table, boardLikesQuery(post), func(items []table.Item) error {
 		for _, it := range items {
 			likes = append(likes, table.DeleteWrite(it.Key()))
 		}

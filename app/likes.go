@@ -111,7 +111,7 @@ func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[L
 	if _, err := a.Post(ctx, post); err != nil {
 		return Page[Like]{}, err
 	}
-	q, err := a.table.Query(ctx, table.Query{Index: "GSI3", PK: likesPK(post), Desc: true, Limit: limit, Cursor: cursor})
+	q, err := a.table.Query(ctx, withCursor(likesQuery(post), limit, cursor))
 	if err != nil {
 		return Page[Like]{}, err
 	}

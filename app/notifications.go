@@ -136,7 +136,7 @@ func (a *App) noticeWrites(ctx context.Context, eventID string, i int, n notice)
 	}
 	k := notifKey(n.recipient, id)
 	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "type": n.typ, "actor_id": n.actor,
-		"created_at": n.at.UnixMilli(), "read": false, "GSI2PK": unreadPK(n.recipient), "GSI2SK": id}
+		"created_at": n.at.UnixMilli(), "read": false, gsi2.PK: unreadPK(n.recipient), gsi2.SK: id}
 	if n.post != "" {
 		item["post_id"] = n.post
 	}
@@ -180,9 +180,9 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	if err := limitErr(op, limit); err != nil {
 		return Page[Notification]{}, err
 	}
-	q := table.Query{PK: "NOTIF#" + user, SK: table.SKCond{Op: table.SKBeginsWith, Value: "N#"}, Desc: true, Limit: limit, Cursor: cursor}
+	q := withCursor(notificationsQuery(user), limit, cursor)
 	if unread {
-		q = table.Query{Index: "GSI2", PK: unreadPK(user), Desc: true, Limit: limit, Cursor: cursor}
+		q = withCursor(unreadQuery(user), limit, cursor)
 	}
 	p, err := a.table.Query(ctx, q)
 	if err != nil {
@@ -229,7 +229,7 @@ func (a *App) UnreadCount(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: unreadPK(user), Limit: maxUnreadCount})
+	p, err := a.table.Query(ctx, withLimit(unreadQuery(user), maxUnreadCount))
 	if err != nil {
 		return 0, err
 	}
@@ -248,7 +248,7 @@ func (a *App) MarkRead(ctx context.Context, ids []string, all bool) error {
 	}
 	if all {
 		for range 100 { // at most 100 pages of 100 per request
-			p, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: unreadPK(user), Limit: 100})
+			p, err := a.table.Query(ctx, withLimit(unreadQuery(user), 100))
 			if err != nil {
 				return err
 			}
@@ -278,7 +278,7 @@ func validNotifID(id string) bool { return idOf(id, 80, "-") }
 
 func (a *App) markRead(ctx context.Context, user string, ids []string) error {
 	for _, id := range ids {
-		_, err := a.table.Update(ctx, notifKey(user, id), table.Update{Set: map[string]any{"read": true}, Remove: []string{"GSI2PK", "GSI2SK"}}, table.Exists(table.PK))
+		_, err := a.table.Update(ctx, notifKey(user, id), table.Update{Set: map[string]any{"read": true}, Remove: leaveIndex(gsi2)}, table.Exists(table.PK))
 		if err != nil && !rookery.IsKind(err, rookery.Conflict) { // an unknown id is skipped
 			return err
 		}

@@ -223,7 +223,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	item := table.Item{
 		table.PK: k.PK, table.SK: k.SK, "id": id, "author_id": author, "text": in.Text,
 		"tags": nonNil(tags), "given_tags": nonNil(givenTags(in.Tags)), "mentions": nonNil(mentions), "media": media, "visibility": in.Visibility,
-		"created_at": now.UnixMilli(), "GSI1PK": postsByAuthorPK(author), "GSI1SK": postIndexSK(id, now),
+		"created_at": now.UnixMilli(), gsi1.PK: postsByAuthorPK(author), gsi1.SK: postIndexSK(id, now),
 	}
 	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
 	for _, t := range tags {
@@ -261,7 +261,7 @@ func givenTags(given []string) []string {
 func tagItem(id, tag, author string, created time.Time) table.Item {
 	k := postTagKey(id, tag)
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": id, "author_id": author,
-		"GSI2PK": postsByTagPK(tag), "GSI2SK": postIndexSK(id, created)}
+		gsi2.PK: postsByTagPK(tag), gsi2.SK: postIndexSK(id, created)}
 }
 
 func nonNil(l []string) []string {
@@ -361,17 +361,18 @@ func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string
 			if it == nil {
 				continue
 			}
-			pk, sk := chunk[i].PK, chunk[i].SK
+			k, sk := chunk[i], chunk[i].SK
+			blocker, isBlock := blockerOf(k)
 			switch {
-			case strings.HasPrefix(pk, "USER#"):
+			case isUserKey(k):
 				v.users[it.String("id")] = it
-			case strings.HasPrefix(pk, "FOLLOW#"):
+			case isFollowKey(k):
 				v.follows[sk] = true
-			case strings.HasPrefix(pk, "MUTE#"):
+			case isMuteKey(k):
 				v.muted[sk] = true
-			case strings.HasPrefix(pk, "BLOCK#"):
+			case isBlock:
 				// Either direction hides the author's posts from the viewer.
-				if blocker := strings.TrimPrefix(pk, "BLOCK#"); blocker == viewer {
+				if blocker == viewer {
 					v.blocked[sk] = true
 				} else {
 					v.blocked[blocker] = true
@@ -570,7 +571,7 @@ func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit in
 	if _, err := caller(ctx, op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	q, err := a.table.Query(ctx, table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: limit, Cursor: cursor})
+	q, err := a.table.Query(ctx, withCursor(postsByAuthorQuery(author), limit, cursor))
 	if err != nil {
 		return Page[rookery.Post]{}, err
 	}
@@ -593,7 +594,7 @@ func (a *App) PostsByTag(ctx context.Context, tag, cursor string, limit int) (Pa
 	if _, err := caller(ctx, op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	q, err := a.table.Query(ctx, table.Query{Index: "GSI2", PK: postsByTagPK(tag), Desc: true, Limit: limit, Cursor: cursor})
+	q, err := a.table.Query(ctx, withCursor(postsByTagQuery(tag), limit, cursor))
 	if err != nil {
 		return Page[rookery.Post]{}, err
 	}

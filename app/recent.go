@@ -148,7 +148,8 @@ var entryAttributes = []string{"id", "created_at"}
 func (a *App) queryAuthorPosts(ctx context.Context, author string, before timeline.Entry, limit int) (es []timeline.Entry, more bool, err error) {
 	// Only the two attributes an entry needs: a post item is ~1 KB, and decoding whole ones was
 	// most of a cache miss.
-	q := table.Query{Index: "GSI1", PK: postsByAuthorPK(author), Desc: true, Limit: limit, Attributes: entryAttributes}
+	q := withLimit(postsByAuthorQuery(author), limit)
+	q.Attributes = entryAttributes
 	if before.PostID != "" {
 		q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
 	}

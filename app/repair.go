@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -36,7 +35,7 @@ func (a *App) RepairStreaks(ctx context.Context, from, to time.Time, report func
 	}
 	for s := range a.eng.StreakShards {
 		var users []string
-		err := table.EachPage(ctx, a.table, table.Query{Index: "GSI2", PK: streakBoardPK(s)}, func(items []table.Item) error {
+		err := table.EachPage(ctx, a.table, streakBoardQuery(s), func(items []table.Item) error {
 			for _, it := range items {
 				users = append(users, it.String("user_id"))
 			}
@@ -117,14 +116,13 @@ func (a *App) repairStreak(ctx context.Context, op rookery.Op, user string, from
 // streakDays returns every local day on which user had activity that counted toward the streak,
 // ascending, from their daily records.
 func (a *App) streakDays(ctx context.Context, user string) ([]streak.Date, error) {
-	k := dailyKey(user, 0)
 	var days []streak.Date
-	err := table.EachPage(ctx, a.table, table.Query{PK: k.PK, SK: table.SKCond{Op: table.SKBeginsWith, Value: "DAY#"}}, func(items []table.Item) error {
+	err := table.EachPage(ctx, a.table, dailyQuery(user), func(items []table.Item) error {
 		for _, it := range items {
 			if !it.Bool("streak_day") {
 				continue
 			}
-			d, err := streak.ParseDate(strings.TrimPrefix(it.String(table.SK), "DAY#"))
+			d, err := dayOfDaily(it.String(table.SK))
 			if err != nil {
 				return rookery.E("app.streakDays", rookery.Internal, err)
 			}

@@ -184,7 +184,7 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 		}
 	}
 	if cfg.timelines != "redis" {
-		return tablestore.New(store, tablestore.Options{Limits: limits}), func(user string) {
+		return testtable.Timelines(t, store, tablestore.Options{Limits: limits}), func(user string) {
 			if err := store.Delete(context.Background(), table.Key{PK: "FEED#" + user, SK: "~"}); err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/rookery/rookery/app"
 	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/eventstest"
@@ -27,6 +28,7 @@ import (
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	tlredis "github.com/rookery/rookery/timeline/redis"
+	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -716,4 +718,13 @@ func redisPrefix(t *testing.T) string {
 		}
 	})
 	return prefix
+}
+
+// TestSchemaHasTheTimelineIndex: app.Schema, the one cmd migrates and opens, holds the index
+// table-backed timelines need, exactly as they name it.
+func TestSchemaHasTheTimelineIndex(t *testing.T) {
+	ix, ok := app.Schema.Index(tablestore.Index.Name)
+	if !ok || ix != tablestore.Index {
+		t.Fatalf("app.Schema's %s = %+v, %v; tablestore needs %+v", tablestore.Index.Name, ix, ok, tablestore.Index)
+	}
 }

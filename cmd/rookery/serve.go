@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 			log.Error("closing the event log", "err", err)
 		}
 	}()
-	timelines, timelinesReady, closeTimelines, err := sc.timelines.open(store, embeddedStore, evlog, clock, log)
+	timelines, timelinesReady, closeTimelines, err := sc.timelines.open(ctx, store, embeddedStore, evlog, clock, log)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 // are covered by the store's check), and what closes it (before the store). Timelines in the
 // Pebble engine are written unsynced when the event log whose consumers write them keeps its
 // offsets in that engine too (pebblestore.Options.Unsynced).
-func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog events.Log, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
+func (c *timelinesConfig) open(ctx context.Context, store table.Table, engine *pebble.DB, evlog events.Log, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
 	nothing := func() error { return nil }
 	switch c.backend {
 	case "store":
@@ -56,9 +56,11 @@ func (c *timelinesConfig) open(store table.Table, engine *pebble.DB, evlog event
 			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced, MarkerCache: c.markerCache})
 			return s, nil, s.Close, nil
 		}
-		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil
+		s, err := tablestore.New(ctx, store, tablestore.Options{Limits: c.limits(), Clock: clock})
+		return s, nil, nothing, err
 	case "table":
-		return tablestore.New(store, tablestore.Options{Limits: c.limits(), Clock: clock}), nil, nothing, nil
+		s, err := tablestore.New(ctx, store, tablestore.Options{Limits: c.limits(), Clock: clock})
+		return s, nil, nothing, err
 	case "redis":
 		client := goredis.NewUniversalClient(tlredis.ClientOptions(splitAddrs(c.redisAddr)))
 		ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }

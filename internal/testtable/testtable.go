@@ -4,6 +4,7 @@
 package testtable
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 // cursorKey signs the test tables' cursors.
@@ -57,4 +59,14 @@ func FromEnv(t testing.TB, schema table.Schema, clock rookery.Clock) table.Table
 		return Dynamo(t, schema, clock)
 	}
 	return Pebble(t, schema, clock)
+}
+
+// Timelines opens table-backed timelines on tab.
+func Timelines(t testing.TB, tab table.Table, o tablestore.Options) *tablestore.Store {
+	t.Helper()
+	s, err := tablestore.New(context.Background(), tab, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -47,18 +47,29 @@ type Store struct {
 
 var _ timeline.Store = (*Store)(nil)
 
-// New returns a Store on t.
-func New(t table.Table, o Options) *Store {
+// New returns a Store on t, or an error if t's schema lacks Index (a query of it says so; a table
+// that does not answer yet is no error: the server starts unready, and the store answers later).
+func New(ctx context.Context, t table.Table, o Options) (*Store, error) {
 	l := o.Limits.WithDefaults()
 	if o.Clock == nil {
 		o.Clock = rookery.SystemClock
 	}
-	return &Store{t: t, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock}
+	_, err := t.Query(ctx, table.Query{Index: Index.Name, PK: postPK("-"), Limit: 1, KeysOnly: true})
+	if rookery.IsKind(err, rookery.Invalid) {
+		return nil, fmt.Errorf("table-backed timelines need the index %s (%s/%s) in the table's schema: %w", Index.Name, Index.PK, Index.SK, err)
+	}
+	return &Store{t: t, cap: l.Cap, ttl: l.TTL, idle: l.InactiveAfter, clock: o.Clock}, nil
 }
 
 const marker = "~"
 
 func feedPK(user string) string { return "FEED#" + user }
+
+func postPK(post string) string { return "POST#" + post }
+
+// Index is the secondary index the store needs, of the timelines that hold a post: the table's
+// schema must have it (app.Schema does), and New checks that it does.
+var Index = table.Index{Name: "GSI4", PK: "GSI4PK", SK: "GSI4SK"}
 
 func entrySK(e timeline.Entry) string { return fmt.Sprintf("%013d#%s", e.At.UnixMilli(), e.PostID) }
 
@@ -68,7 +79,7 @@ func (s *Store) entryItem(user string, e timeline.Entry) table.Item {
 	return table.Item{
 		table.PK: feedPK(user), table.SK: entrySK(e), "post_id": e.PostID, "author_id": e.AuthorID,
 		"at": e.At.UnixMilli(), table.TTL: e.At.Add(s.ttl).Unix(),
-		"GSI4PK": "POST#" + e.PostID, "GSI4SK": feedPK(user),
+		Index.PK: postPK(e.PostID), Index.SK: feedPK(user),
 	}
 }
 
@@ -440,7 +451,7 @@ func (s *Store) removeCopies(ctx context.Context, postID string, keep func(user 
 	if postID == "" || strings.ContainsAny(postID, "#") {
 		return rookery.E(rookery.Op("tablestore.Remove"), rookery.Invalid, "not a post id")
 	}
-	q := table.Query{Index: "GSI4", PK: "POST#" + postID, Limit: table.MaxQueryLimit}
+	q := table.Query{Index: Index.Name, PK: postPK(postID), Limit: table.MaxQueryLimit}
 	return s.deleteWhere(ctx, q, func(it table.Item) bool { return keep(strings.TrimPrefix(it.String(table.PK), "FEED#")) })
 }
 
