@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"timeline/timelinetest":   {"", "timeline", "internal/clocktest"},
 	"timeline/tablestore":     {"", "table", "timeline"},
 	"timeline/redis":          {"", "timeline"},
-	"timeline/pebblestore":    {"", "timeline", "internal/keylock"},
+	"timeline/pebblestore":    {"", "timeline", "internal/keylock", "internal/pebblekit"},
 	"auth":                    {""},
 	"metrics":                 {""},
 	"graph":                   {},

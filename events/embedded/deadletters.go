@@ -12,6 +12,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 // DeadLetter implements events.Log.
@@ -25,7 +26,7 @@ func (l *Log) DeadLetter(ctx context.Context, group string, d events.DeadLetter)
 		return rookery.E(op, rookery.Invalid, err)
 	}
 	return l.write(op, func(b *cpebble.Batch) error {
-		return b.Set(append(groupKey('q', group), d.Event.ID...), val, nil)
+		return b.Set(append(groupKey(pebblekit.LogDead, group), d.Event.ID...), val, nil)
 	})
 }
 
@@ -57,7 +58,7 @@ func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) (
 	if limit <= 0 {
 		limit = 100
 	}
-	prefix := groupKey('q', group)
+	prefix := groupKey(pebblekit.LogDead, group)
 	lower := prefix
 	if after != "" {
 		lower = append(append(bytes.Clone(prefix), after...), 0x00)
@@ -94,7 +95,7 @@ func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.Dead
 	if l.closed {
 		return events.DeadLetter{}, rookery.E(op, rookery.Unavailable, "the event log is closed")
 	}
-	v, closer, err := l.db.Get(append(groupKey('q', group), id...))
+	v, closer, err := l.db.Get(append(groupKey(pebblekit.LogDead, group), id...))
 	if err == cpebble.ErrNotFound {
 		return events.DeadLetter{}, rookery.E(op, rookery.NotFound, "no such dead letter")
 	}
@@ -115,7 +116,7 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 	if err := checkGroup(op, group); err != nil {
 		return err
 	}
-	qkey := append(groupKey('q', group), id...)
+	qkey := append(groupKey(pebblekit.LogDead, group), id...)
 	return l.write(op, func(b *cpebble.Batch) error {
 		v, closer, err := l.db.Get(qkey)
 		if err == cpebble.ErrNotFound {
@@ -131,7 +132,7 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 			return rookery.E(op, rookery.Internal, err)
 		}
 		ev, _ := json.Marshal(d.Event)
-		rkey := binary.BigEndian.AppendUint64(groupKey('r', group), uint64(l.clock.Now().UnixNano()))
+		rkey := binary.BigEndian.AppendUint64(groupKey(pebblekit.LogReplayed, group), uint64(l.clock.Now().UnixNano()))
 		if err := b.Set(append(rkey, id...), ev, nil); err != nil {
 			return err
 		}
@@ -148,7 +149,7 @@ func (l *Log) Drop(ctx context.Context, group, id string) error {
 	if err := checkGroup(op, group); err != nil {
 		return err
 	}
-	qkey := append(groupKey('q', group), id...)
+	qkey := append(groupKey(pebblekit.LogDead, group), id...)
 	return l.write(op, func(b *cpebble.Batch) error {
 		if _, closer, err := l.db.Get(qkey); err == cpebble.ErrNotFound {
 			return rookery.E(op, rookery.NotFound, "no such dead letter")

@@ -12,8 +12,7 @@
 //	'r' group 0x00 be64(time) event id   -> replayed event, delivered to that group only
 //
 // The log can live on an engine of its own (Options.Dir) or on the table store's (Options.Engine):
-// its keys never start with the store's space bytes ('b', 'i', 't') or the timelines' ('h', 'f',
-// 'g'; timeline/pebblestore). On the store's engine, the
+// its spaces are its own (internal/pebblekit declares every owner's). On the store's engine, the
 // outbox's writes, the relay's appends and deletes and the consumers' writes share one write-ahead
 // log, so concurrent commits share its syncs and the disk serves one log instead of two.
 //
@@ -209,7 +208,7 @@ func (l *Log) flushOffsetsLocked() error {
 
 // load reads the partition count (writing it for a new log) and each partition's next offset.
 func (l *Log) load(parts int) error {
-	mkey := []byte("mpartitions")
+	mkey := append([]byte{pebblekit.LogMeta}, "partitions"...)
 	v, closer, err := l.db.Get(mkey)
 	switch err {
 	case nil:

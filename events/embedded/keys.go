@@ -5,10 +5,13 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 func eventKey(p int, off uint64) []byte {
-	b := append([]byte{'e'}, byte(p>>8), byte(p))
+	b := append([]byte{pebblekit.LogEvents}, byte(p>>8), byte(p))
 	return binary.BigEndian.AppendUint64(b, off)
 }
 
@@ -17,10 +20,16 @@ func groupKey(space byte, group string) []byte {
 }
 
 func offsetKey(group string, p int) []byte {
-	return append(groupKey('o', group), byte(p>>8), byte(p))
+	return append(groupKey(pebblekit.LogOffsets, group), byte(p>>8), byte(p))
 }
 
-func dedupKey(id string) []byte { return append([]byte{'d'}, id...) }
+// iterOver is the iterator options of the whole space s.
+func iterOver(s byte) *cpebble.IterOptions {
+	lower, upper := pebblekit.Bounds(s)
+	return &cpebble.IterOptions{LowerBound: lower, UpperBound: upper}
+}
+
+func dedupKey(id string) []byte { return append([]byte{pebblekit.LogDedup}, id...) }
 
 func prefixEnd(p []byte) []byte {
 	e := bytes.Clone(p)

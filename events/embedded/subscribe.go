@@ -16,6 +16,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 type group struct {
@@ -232,7 +233,7 @@ func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 	if g.noReplays {
 		return rookery.Event{}, nil, false, nil
 	}
-	prefix := groupKey('r', g.name)
+	prefix := groupKey(pebblekit.LogReplayed, g.name)
 	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return rookery.Event{}, nil, false, err

@@ -9,6 +9,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 // Retention. An event is deleted once it is older than Retain and every group that has subscribed
@@ -153,7 +154,7 @@ func (l *Log) trimRound() (int, error) {
 // a group wrote none).
 func (l *Log) persistedOffsets() (map[string][]uint64, error) {
 	out := map[string][]uint64{}
-	iter, err := l.db.NewIter(&cpebble.IterOptions{LowerBound: []byte{'o'}, UpperBound: []byte{'p'}})
+	iter, err := l.db.NewIter(iterOver(pebblekit.LogOffsets))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/table"
 )
 
@@ -21,12 +22,12 @@ import (
 // has the index's key attributes / a TTL attribute, and hold its current value. All of an item's
 // entries are written in the same batch as the item, under the item's stripe lock.
 //
-// Other spaces belong to whoever shares the engine (DB.Engine): the embedded event log ('m', 'e',
-// 'd', 'o', 'q', 'r') and the home timelines ('h', 'f', 'g'); the store reads only its own.
+// Other spaces belong to whoever shares the engine (DB.Engine): internal/pebblekit declares them
+// all; the store reads only its own.
 const (
-	spaceBase  = 'b'
-	spaceIndex = 'i'
-	spaceTTL   = 't'
+	spaceBase  = pebblekit.TableItems
+	spaceIndex = pebblekit.TableIndexes
+	spaceTTL   = pebblekit.TableTTL
 )
 
 var terminator = []byte{0x00, 0x01}

@@ -9,15 +9,27 @@ import (
 	"slices"
 	"time"
 
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/timeline"
 )
 
-func markerKey(user string) []byte { return append([]byte{'h'}, user...) }
+// spaceOf is the iterator options of the whole space s.
+func spaceOf(s byte) *cpebble.IterOptions {
+	lower, upper := pebblekit.Bounds(s)
+	return &cpebble.IterOptions{LowerBound: lower, UpperBound: upper}
+}
+
+func markerKey(user string) []byte { return append([]byte{pebblekit.TimelineMarkers}, user...) }
 
 // feedPrefix is the prefix of user's entries; feedEnd is the first key after them.
-func feedPrefix(user string) []byte { return append(append([]byte{'f'}, user...), 0) }
+func feedPrefix(user string) []byte {
+	return append(append([]byte{pebblekit.TimelineEntries}, user...), 0)
+}
 
-func feedEnd(user string) []byte { return append(append([]byte{'f'}, user...), 1) }
+func feedEnd(user string) []byte {
+	return append(append([]byte{pebblekit.TimelineEntries}, user...), 1)
+}
 
 // ms encodes a time in ms so that byte order is time order (the sign bit flipped).
 func ms(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())^1<<63) }
@@ -35,7 +47,7 @@ func holderKey(post string, users []string) []byte {
 		h.Write([]byte(u))
 		h.Write([]byte{0})
 	}
-	k := append(append(append([]byte{'g'}, post...), 0), users[0]...)
+	k := append(append(append([]byte{pebblekit.TimelinePosts}, post...), 0), users[0]...)
 	return binary.BigEndian.AppendUint64(append(k, 0), h.Sum64())
 }
 

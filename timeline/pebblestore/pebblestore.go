@@ -52,6 +52,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/internal/keylock"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/timeline"
 )
 
@@ -491,8 +492,8 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	if err := checkPost(op, postID); err != nil {
 		return err
 	}
-	prefix := append(append([]byte{'g'}, postID...), 0)
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: append(append([]byte{'g'}, postID...), 1)})
+	prefix := append(append([]byte{pebblekit.TimelinePosts}, postID...), 0)
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: prefix, UpperBound: append(append([]byte{pebblekit.TimelinePosts}, postID...), 1)})
 	if err != nil {
 		return internal(op, err)
 	}

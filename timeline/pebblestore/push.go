@@ -10,6 +10,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/timeline"
 )
 
@@ -80,7 +81,7 @@ func (s *Store) expiries(users []string, exp []int64) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: []byte{'h'}, UpperBound: []byte{'i'}})
+	it, err := s.db.NewIter(spaceOf(pebblekit.TimelineMarkers))
 	if err != nil {
 		return err
 	}

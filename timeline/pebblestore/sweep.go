@@ -11,6 +11,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 func (s *Store) sweepLoop(every time.Duration) {
@@ -45,7 +46,7 @@ const sweepPage = 1000
 // and what it deletes.
 func (s *Store) Sweep(ctx context.Context) error {
 	const op rookery.Op = "pebblestore.Sweep"
-	from := []byte{'h'}
+	from := []byte{pebblekit.TimelineMarkers}
 	for {
 		if err := ctx.Err(); err != nil {
 			return rookery.E(op, rookery.Unavailable, err)
@@ -71,7 +72,7 @@ func (s *Store) Sweep(ctx context.Context) error {
 // name), a page of keys at a time.
 func (s *Store) sweepIndex(ctx context.Context) error {
 	cut := ms(s.cutoff())
-	for from := []byte{'g'}; from != nil; {
+	for from := []byte{pebblekit.TimelinePosts}; from != nil; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -98,7 +99,7 @@ func (s *Store) sweepIndex(ctx context.Context) error {
 // expiredHolders reads up to sweepPage post-index keys from key from on and returns those whose
 // time is before cut, and the key to read on from (nil at the end).
 func (s *Store) expiredHolders(from, cut []byte) (expired [][]byte, next []byte, err error) {
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{'h'}})
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{pebblekit.TimelinePosts + 1}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +122,7 @@ func (s *Store) expiredHolders(from, cut []byte) (expired [][]byte, next []byte,
 
 // markerPage returns the users of up to sweepPage markers from key from on.
 func (s *Store) markerPage(from []byte) ([]string, error) {
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{'i'}})
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: from, UpperBound: []byte{pebblekit.TimelineMarkers + 1}})
 	if err != nil {
 		return nil, err
 	}
