@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 // TestFailedRebuildLosesNoPost is a loss the fault test found, step by step in one process: a reader who never
@@ -44,11 +45,15 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 				t.Fatalf("feed read while the store fails = %d %s", got.status, got.raw)
 			}
 			store.queryErr.Store(nil)
-			if !strings.Contains(f.logs.String(), "timeline rebuild failed") {
-				t.Error("the failed rebuild was not logged")
-			}
-			if m := f.do("GET", "/metrics", "", ""); !strings.Contains(m.raw, `rookery_timeline_rebuilds_total{outcome="failed"} 1`) {
-				t.Error("the failed rebuild was not counted in rookery_timeline_rebuilds_total")
+			// Timelines kept in the failing table itself (on DynamoDB) cannot even be read: the read
+			// pulls, and no rebuild begins. Elsewhere the rebuild began and failed half-way.
+			if _, inTable := f.timelines.(*tablestore.Store); !inTable {
+				if !strings.Contains(f.logs.String(), "timeline rebuild failed") {
+					t.Error("the failed rebuild was not logged")
+				}
+				if m := f.do("GET", "/metrics", "", ""); !strings.Contains(m.raw, `rookery_timeline_rebuilds_total{outcome="failed"} 1`) {
+					t.Error("the failed rebuild was not counted in rookery_timeline_rebuilds_total")
+				}
 			}
 
 			// The retried fan-out of p_old lands now.
