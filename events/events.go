@@ -88,6 +88,23 @@ type DeadLetter struct {
 	FailedAt rookery.Time  `json:"failed_at"`
 }
 
+// WithDefaults returns o with its zero fields set to the defaults.
+func (o SubscribeOptions) WithDefaults() SubscribeOptions {
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultAckWait
+	}
+	return o
+}
+
+// CheckGroup returns an Invalid error unless group is a consumer group's name: 1 to 64 characters
+// of A-Z, a-z, 0-9, _ and - (every log keeps it in keys or subjects as it is).
+func CheckGroup(op rookery.Op, group string) error {
+	if !rookery.ValidUserID(group) { // the same alphabet
+		return rookery.E(op, rookery.Invalid, "a group name is 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	return nil
+}
+
 // DefaultAckWait is the AckWait of a zero SubscribeOptions.
 const DefaultAckWait = 30 * time.Second
 

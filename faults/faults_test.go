@@ -213,7 +213,7 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 		t.Fatalf("90 s after the faults stopped the deployment still differs from the model: %v\nfaults: %s", err, strings.Join(log, ", "))
 	}
 	t.Logf("seed %d: %d operations in %.1f s (%s); faults: %s; client: %v; concurrent feed reads: %s; drained in %.1f s; checked %d feeds, %d posts, %d notification lists",
-		s.Seed, w.total(), loadTook.Seconds(), w.opSummary(), strings.Join(log, ", "), w.c.stats, readStats, time.Since(drainStart).Seconds(),
+		s.Seed, w.n, loadTook.Seconds(), w.opSummary(), strings.Join(log, ", "), w.c.stats, readStats, time.Since(drainStart).Seconds(),
 		len(w.all), len(w.m.Posts()), len(w.all))
 }
 
@@ -334,8 +334,6 @@ func (w *workload) probe(svc *services, pair [2]string, redisDown, dynamoPaused 
 	time.Sleep(dynamoPaused - time.Second)
 	svc.dynamo.signal(syscall.SIGCONT)
 }
-
-func (w *workload) total() int { return w.n }
 
 func (w *workload) opSummary() string {
 	var parts []string

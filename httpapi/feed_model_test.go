@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery/internal/model"
 	"pgregory.net/rapid"
 )
 
@@ -45,55 +45,24 @@ type feedAction struct {
 var feedOps = []string{"follow", "follow", "follow", "unfollow", "block", "unblock", "mute", "unmute",
 	"post", "post", "post", "post", "visibility", "delete", "lose", "read", "read"}
 
-// feedModel is the reference: the whole state, and the feed computed from it.
+// feedModel is the reference (internal/model, which the fault test uses too) with the sequence's
+// users by index: actions name users and posts by index, so a saved sequence replays anywhere.
 type feedModel struct {
-	users   []string
-	follows map[[2]int]bool // [follower, followee]
-	blocks  map[[2]int]bool // [blocker, blocked]
-	mutes   map[[2]int]bool // [muter, muted]
-	posts   []modelPost
-}
-
-type modelPost struct {
-	id      string
-	author  int
-	at      string // created_at as the API wrote it (RFC 3339 UTC, ms): sorts as time
-	deleted bool
+	*model.Model
+	users []string
 }
 
 func newFeedModel(prefix string) *feedModel {
-	m := &feedModel{follows: map[[2]int]bool{}, blocks: map[[2]int]bool{}, mutes: map[[2]int]bool{}}
+	m := &feedModel{Model: model.New()}
 	for i := range modelUsers {
 		m.users = append(m.users, fmt.Sprintf("%su%d", prefix, i))
+		m.AddUser(m.users[i])
 	}
 	return m
 }
 
 // feed is user u's whole feed by the model: ids newest first by (created_at, id).
-func (m *feedModel) feed(u int) []string {
-	var ps []modelPost
-	for _, p := range m.posts {
-		a := p.author
-		switch {
-		case p.deleted:
-		case a != u && !m.follows[[2]int{u, a}]:
-		case a != u && (m.mutes[[2]int{u, a}] || m.blocks[[2]int{u, a}] || m.blocks[[2]int{a, u}]):
-		default:
-			ps = append(ps, p)
-		}
-	}
-	slices.SortFunc(ps, func(x, y modelPost) int {
-		if c := strings.Compare(y.at, x.at); c != 0 {
-			return c
-		}
-		return strings.Compare(y.id, x.id)
-	})
-	ids := make([]string, len(ps))
-	for i, p := range ps {
-		ids[i] = p.id
-	}
-	return ids
-}
+func (m *feedModel) feed(u int) []string { return m.Feed(m.users[u]) }
 
 // modelRun drives one sequence against a fixture.
 type modelRun struct {
@@ -118,50 +87,48 @@ func (r *modelRun) apply(act feedAction) {
 	r.log = append(r.log, act)
 	m, f := r.m, r.f
 	a, b := act.A, act.B
-	pair := [2]int{a, b}
 	rel := func(kind string) string { return "/v1/users/" + m.users[a] + "/" + kind + "/" + m.users[b] }
 	switch act.Op {
 	case "follow":
-		if m.blocks[pair] || m.blocks[[2]int{b, a}] {
+		if !m.CanFollow(m.users[a], m.users[b]) {
 			f.want(f.do("PUT", rel("following"), r.tok(a), ""), 403, "forbidden")
 			return
 		}
 		f.want(f.do("PUT", rel("following"), r.tok(a), ""), 200, "")
-		m.follows[pair] = true
+		m.Follow(m.users[a], m.users[b])
 	case "unfollow":
 		f.want(f.do("DELETE", rel("following"), r.tok(a), ""), 204, "")
-		delete(m.follows, pair)
+		m.Unfollow(m.users[a], m.users[b])
 	case "block":
 		f.want(f.do("PUT", rel("blocks"), r.tok(a), ""), 204, "")
-		m.blocks[pair] = true
-		delete(m.follows, pair)
-		delete(m.follows, [2]int{b, a})
+		m.Block(m.users[a], m.users[b])
 	case "unblock":
 		f.want(f.do("DELETE", rel("blocks"), r.tok(a), ""), 204, "")
-		delete(m.blocks, pair)
+		m.Unblock(m.users[a], m.users[b])
 	case "mute":
 		f.want(f.do("PUT", rel("mutes"), r.tok(a), ""), 204, "")
-		m.mutes[pair] = true
+		m.Mute(m.users[a], m.users[b])
 	case "unmute":
 		f.want(f.do("DELETE", rel("mutes"), r.tok(a), ""), 204, "")
-		delete(m.mutes, pair)
+		m.Unmute(m.users[a], m.users[b])
 	case "post":
 		resp := f.do("POST", "/v1/posts", r.tok(a), `{"text":"post","visibility":"`+act.Vis+`"}`)
 		f.want(resp, 201, "")
-		m.posts = append(m.posts, modelPost{id: resp.body["id"].(string), author: a, at: resp.body["created_at"].(string)})
+		m.CreatePost(resp.body["id"].(string), m.users[a], "post", act.Vis == "followers", resp.body["created_at"].(string))
 	case "visibility", "delete":
-		p := &m.posts[act.Post]
-		tok := r.tok(p.author)
+		p := m.Posts()[act.Post]
+		tok := token(r.t, p.Author, false)
 		switch {
-		case p.deleted && act.Op == "delete":
-			f.want(f.do("DELETE", "/v1/posts/"+p.id, tok, ""), 404, "not_found")
-		case p.deleted:
-			f.want(f.do("PATCH", "/v1/posts/"+p.id, tok, `{"visibility":"`+act.Vis+`"}`), 404, "not_found")
+		case p.Deleted && act.Op == "delete":
+			f.want(f.do("DELETE", "/v1/posts/"+p.ID, tok, ""), 404, "not_found")
+		case p.Deleted:
+			f.want(f.do("PATCH", "/v1/posts/"+p.ID, tok, `{"visibility":"`+act.Vis+`"}`), 404, "not_found")
 		case act.Op == "delete":
-			f.want(f.do("DELETE", "/v1/posts/"+p.id, tok, ""), 204, "")
-			p.deleted = true
+			f.want(f.do("DELETE", "/v1/posts/"+p.ID, tok, ""), 204, "")
+			m.Delete(p.ID)
 		default:
-			f.want(f.do("PATCH", "/v1/posts/"+p.id, tok, `{"visibility":"`+act.Vis+`"}`), 200, "")
+			f.want(f.do("PATCH", "/v1/posts/"+p.ID, tok, `{"visibility":"`+act.Vis+`"}`), 200, "")
+			p.Followers = act.Vis == "followers"
 		}
 	case "lose":
 		f.loseTimeline(m.users[a])
@@ -281,10 +248,10 @@ func TestFeedModel(t *testing.T) {
 					case "post":
 						act.Vis = rapid.SampledFrom([]string{"public", "public", "followers"}).Draw(rt, "vis")
 					case "visibility", "delete":
-						if len(run.m.posts) == 0 {
+						if len(run.m.Posts()) == 0 {
 							continue
 						}
-						act.Post = rapid.IntRange(0, len(run.m.posts)-1).Draw(rt, "post")
+						act.Post = rapid.IntRange(0, len(run.m.Posts())-1).Draw(rt, "post")
 						act.Vis = rapid.SampledFrom([]string{"public", "followers"}).Draw(rt, "vis")
 					case "read":
 						act.Limit = rapid.IntRange(1, 6).Draw(rt, "limit")

@@ -42,14 +42,6 @@ func (e Entry) Older(f Entry) bool {
 // Below reports whether e is older than floor; nothing is below the zero floor.
 func (e Entry) Below(floor Entry) bool { return floor.PostID != "" && e.Older(floor) }
 
-// Raise returns the higher of floor and e (floors only rise).
-func Raise(floor, e Entry) Entry {
-	if e.PostID != "" && (floor.PostID == "" || floor.Older(e)) {
-		return e
-	}
-	return floor
-}
-
 // Page is one page of a timeline.
 type Page struct {
 	Entries []Entry

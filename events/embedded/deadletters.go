@@ -18,7 +18,7 @@ import (
 // DeadLetter implements events.Log.
 func (l *Log) DeadLetter(ctx context.Context, group string, d events.DeadLetter) error {
 	const op rookery.Op = "embedded.DeadLetter"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return err
 	}
 	val, err := json.Marshal(d)
@@ -52,7 +52,7 @@ func (l *Log) write(op rookery.Op, fill func(b *cpebble.Batch) error) error {
 // DeadLetters implements events.Log.
 func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) ([]events.DeadLetter, error) {
 	const op rookery.Op = "embedded.DeadLetters"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -87,7 +87,7 @@ func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) (
 // DeadLetterByID implements events.Log.
 func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.DeadLetter, error) {
 	const op rookery.Op = "embedded.DeadLetterByID"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return events.DeadLetter{}, err
 	}
 	l.mu.Lock()
@@ -113,7 +113,7 @@ func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.Dead
 // Replay implements events.Log.
 func (l *Log) Replay(ctx context.Context, group, id string) error {
 	const op rookery.Op = "embedded.Replay"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return err
 	}
 	qkey := append(groupKey(pebblekit.LogDead, group), id...)
@@ -146,7 +146,7 @@ func (l *Log) Replay(ctx context.Context, group, id string) error {
 // Drop implements events.Log.
 func (l *Log) Drop(ctx context.Context, group, id string) error {
 	const op rookery.Op = "embedded.Drop"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return err
 	}
 	qkey := append(groupKey(pebblekit.LogDead, group), id...)

@@ -260,13 +260,6 @@ func (l *Log) broadcastLocked() {
 	l.changed = make(chan struct{})
 }
 
-func checkGroup(op rookery.Op, group string) error {
-	if !rookery.ValidUserID(group) { // the same alphabet: [A-Za-z0-9_-], 1..64
-		return rookery.E(op, rookery.Invalid, "a group name is 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
-	}
-	return nil
-}
-
 // Append implements events.Log.
 //
 // Appends run concurrently: each reserves its offsets under appendMu (de-duplicating against the
@@ -433,7 +426,7 @@ func (l *Log) release(ids []string) {
 // Lag implements events.Log.
 func (l *Log) Lag(ctx context.Context, name string) (int64, time.Time, error) {
 	const op rookery.Op = "embedded.Lag"
-	if err := checkGroup(op, name); err != nil {
+	if err := events.CheckGroup(op, name); err != nil {
 		return 0, time.Time{}, err
 	}
 	l.mu.Lock()

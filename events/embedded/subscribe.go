@@ -79,12 +79,10 @@ func (t *tail) read(from uint64, n int) ([]rookery.Event, bool) {
 // Subscribe implements events.Log.
 func (l *Log) Subscribe(ctx context.Context, name string, opts events.SubscribeOptions) (events.Subscription, error) {
 	const op rookery.Op = "embedded.Subscribe"
-	if err := checkGroup(op, name); err != nil {
+	if err := events.CheckGroup(op, name); err != nil {
 		return nil, err
 	}
-	if opts.AckWait <= 0 {
-		opts.AckWait = events.DefaultAckWait
-	}
+	opts = opts.WithDefaults()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

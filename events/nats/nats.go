@@ -155,12 +155,6 @@ func (l *Log) streamName() string            { return l.prefix + "_EVENTS" }
 func (l *Log) eventSubject(p int) string     { return fmt.Sprintf("%s.events.%d", l.prefix, p) }
 func (l *Log) replaySubject(g string) string { return l.prefix + ".replay." + g }
 func dlqKey(group, id string) string         { return group + "." + hex.EncodeToString([]byte(id)) }
-func checkGroup(op rookery.Op, g string) error {
-	if !rookery.ValidUserID(g) {
-		return rookery.E(op, rookery.Invalid, "a group name is 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
-	}
-	return nil
-}
 
 // Append implements events.Log: every event is published asynchronously with its id as
 // Nats-Msg-Id, and Append returns once the server has stored them all.
@@ -199,12 +193,10 @@ func (l *Log) Append(ctx context.Context, evs []rookery.Event) error {
 // group (group.go), which owns some of the group's partitions and hands out their events.
 func (l *Log) Subscribe(ctx context.Context, group string, opts events.SubscribeOptions) (events.Subscription, error) {
 	const op rookery.Op = "nats.Subscribe"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return nil, err
 	}
-	if opts.AckWait <= 0 {
-		opts.AckWait = events.DefaultAckWait
-	}
+	opts = opts.WithDefaults()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -243,7 +235,7 @@ func (l *Log) leave(m *member) {
 // DeadLetter implements events.Log.
 func (l *Log) DeadLetter(ctx context.Context, group string, d events.DeadLetter) error {
 	const op rookery.Op = "nats.DeadLetter"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return err
 	}
 	b, err := json.Marshal(d)
@@ -257,7 +249,7 @@ func (l *Log) DeadLetter(ctx context.Context, group string, d events.DeadLetter)
 // DeadLetters implements events.Log.
 func (l *Log) DeadLetters(ctx context.Context, group, after string, limit int) ([]events.DeadLetter, error) {
 	const op rookery.Op = "nats.DeadLetters"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -307,7 +299,7 @@ func (l *Log) DeadLetterByID(ctx context.Context, group, id string) (events.Dead
 }
 
 func (l *Log) deadLetter(ctx context.Context, op rookery.Op, group, id string) (events.DeadLetter, uint64, error) {
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return events.DeadLetter{}, 0, err
 	}
 	e, err := l.dlq.Get(ctx, dlqKey(group, id))
@@ -356,7 +348,7 @@ func (l *Log) Drop(ctx context.Context, group, id string) error {
 // member of the group (if any) has written its latest acks there.
 func (l *Log) Lag(ctx context.Context, group string) (int64, time.Time, error) {
 	const op rookery.Op = "nats.Lag"
-	if err := checkGroup(op, group); err != nil {
+	if err := events.CheckGroup(op, group); err != nil {
 		return 0, time.Time{}, err
 	}
 	l.mu.Lock()

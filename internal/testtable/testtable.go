@@ -46,12 +46,6 @@ func Dynamo(t testing.TB, schema table.Schema, clock rookery.Clock) table.Table 
 	return db
 }
 
-// Backends open a table of each backend, by name: "pebble" and "dynamodb".
-var Backends = map[string]func(t testing.TB, schema table.Schema, clock rookery.Clock) table.Table{
-	"pebble":   func(t testing.TB, s table.Schema, c rookery.Clock) table.Table { return Pebble(t, s, c) },
-	"dynamodb": Dynamo,
-}
-
 // FromEnv opens the table ROOKERY_TEST_STORE names: pebble (the default) or dynamo (make test runs
 // the HTTP scenario tests a second time so).
 func FromEnv(t testing.TB, schema table.Schema, clock rookery.Clock) table.Table {
