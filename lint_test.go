@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"timeline/tablestore":     {"", "table", "timeline"},
 	"timeline/redis":          {"", "timeline"},
 	"timeline/pebblestore":    {"", "timeline", "internal/keylock", "internal/pebblekit"},
+	"local":                   {"", "table/pebble", "events", "events/embedded", "timeline/pebblestore"},
 	"auth":                    {""},
 	"metrics":                 {""},
 	"graph":                   {},

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo"
-	"github.com/rookery/rookery/table/pebble"
 )
 
 // config is every setting of every subcommand; each subcommand registers the flags it reads.
@@ -163,40 +161,18 @@ func (c *config) verifier(clock rookery.Clock) (*auth.Verifier, []byte, error) {
 	return v, cursorKey, nil
 }
 
-// openStore opens the configured table backend, observed by m. With --store pebble it returns the
-// embedded store too (its engine can hold the embedded event log); otherwise that is nil.
-func (c *config) openStore(ctx context.Context, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (table.Table, *pebble.DB, error) {
-	var t table.Table
-	var embedded *pebble.DB
-	switch c.store {
-	case "pebble":
-		if c.blockCache < 8 {
-			return nil, nil, fmt.Errorf("--block-cache-mib must be at least 8, not %d", c.blockCache)
-		}
-		db, err := pebble.Open(pebble.Options{
-			Dir: filepath.Join(c.dataDir, "store"), Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log,
-			CacheBytes: int64(c.blockCache) << 20,
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		t, embedded = db, db
-	case "dynamo":
-		client, err := c.dynamoClient(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		db, err := dynamo.New(client, dynamo.Options{
-			Table: c.dynamoTable, Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Capacity: m.ObserveCapacity,
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		t = db
-	default:
-		return nil, nil, fmt.Errorf("--store must be pebble or dynamo, not %q", c.store)
+// openDynamo opens the DynamoDB table store (the embedded one comes from openBackends).
+func (c *config) openDynamo(ctx context.Context, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics) (table.Table, error) {
+	if c.store != "dynamo" {
+		return nil, fmt.Errorf("--store must be pebble or dynamo, not %q", c.store)
 	}
-	return table.Observed(t, m.ObserveStore), embedded, nil
+	client, err := c.dynamoClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return dynamo.New(client, dynamo.Options{
+		Table: c.dynamoTable, Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Capacity: m.ObserveCapacity,
+	})
 }
 
 func (c *config) dynamoClient(ctx context.Context) (*dynamoClient, error) {

@@ -94,49 +94,21 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		return err
 	}
 	m := metrics.New()
-	store, embeddedStore, err := cfg.openStore(ctx, clock, cursorKey, m, log)
+	b, err := openBackends(ctx, cfg, sc, clock, cursorKey, m, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			log.Error("closing the store", "err", err)
-		}
-	}()
-
-	evlog, err := sc.events.open(ctx, cfg.dataDir, embeddedStore, log) // closed before the store
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := evlog.Close(); err != nil {
-			log.Error("closing the event log", "err", err)
-		}
-	}()
-	timelines, timelinesReady, closeTimelines, err := sc.timelines.open(ctx, store, embeddedStore, evlog, clock, log)
-	if err != nil {
-		return err
-	}
-	defer func() { // before the store, after the pipeline
-		if err := closeTimelines(); err != nil {
-			log.Error("closing the timelines", "err", err)
-		}
-	}()
+	defer b.close(log) // after every component has stopped
+	store, evlog, timelines := b.store, b.log, b.timelines
 	newID := func() string { return ulid.Make().String() }
-	outbox, err := newOutbox(ctx, store, embeddedStore, evlog, clock, log)
-	if err != nil {
-		return err
-	}
+	outbox := b.outbox(clock, log)
 
 	deps := httpapi.Deps{
 		Verifier: verifier,
 		Metrics:  m,
 		Log:      log,
 		NewID:    newID,
-		Ready:    map[string]func(context.Context) error{"store": store.Ping, "events": evlog.Ping},
-	}
-	if timelinesReady != nil {
-		deps.Ready["timelines"] = timelinesReady
+		Ready:    b.ready,
 	}
 	eng, err := sc.engagement.engagement(clock, sc.role, sc.timelines.redisAddr, sc.timelines.redisPrefix, log)
 	if err != nil {

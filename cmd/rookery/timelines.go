@@ -12,9 +12,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
-	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/table"
-	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/pebblestore"
 	tlredis "github.com/rookery/rookery/timeline/redis"
@@ -43,22 +41,13 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }
 
-// open returns the configured timeline store, a readiness check for Redis (timelines in the store
-// are covered by the store's check), and what closes it (before the store). Timelines in the
-// Pebble engine are written unsynced when the event log whose consumers write them keeps its
-// offsets in that engine too (pebblestore.Options.Unsynced).
-func (c *timelinesConfig) open(ctx context.Context, store table.Table, engine *pebble.DB, evlog events.Log, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
+// open returns the configured timeline store when it is not in the embedded store's engine, a
+// readiness check for Redis (timelines in the store are covered by the store's check), and what
+// closes it (before the store).
+func (c *timelinesConfig) open(ctx context.Context, store table.Table, clock rookery.Clock, log *slog.Logger) (timeline.Store, func(context.Context) error, func() error, error) {
 	nothing := func() error { return nil }
 	switch c.backend {
-	case "store":
-		if engine != nil {
-			unsynced := onStore(evlog, engine) != nil
-			s := pebblestore.New(engine.Engine(), pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, Unsynced: unsynced, MarkerCache: c.markerCache})
-			return s, nil, s.Close, nil
-		}
-		s, err := tablestore.New(ctx, store, tablestore.Options{Limits: c.limits(), Clock: clock})
-		return s, nil, nothing, err
-	case "table":
+	case "store", "table":
 		s, err := tablestore.New(ctx, store, tablestore.Options{Limits: c.limits(), Clock: clock})
 		return s, nil, nothing, err
 	case "redis":

@@ -18,7 +18,8 @@ import (
 // order) without its de-duplication: it is written once, by the transaction that causes it, and
 // no relay can append it again.
 //
-// Wire it with store.SetStager(log) and Outbox.Direct, on a log that shares the store's engine.
+// Package local wires it (store.SetStager(log) and Outbox.Direct) when the log shares the store's
+// engine.
 
 // Takes implements table/pebble's Stager: it takes the outbox's writes.
 func (l *Log) Takes(w table.Write) bool {

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/local"
+	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/pebble"
+	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/pebblestore"
+)
+
+// backends are what serve runs on: the store, the event log and the home timelines, as the flags
+// configure them. The embedded ones (with --store pebble) come from package local, wired there.
+type backends struct {
+	store     table.Table // observed by the metrics
+	log       events.Log
+	timelines timeline.Store
+	// direct says the store appends the outbox's events to the log itself (events.Outbox.Direct).
+	direct bool
+	// ready holds the readiness checks of backends the store's check does not cover.
+	ready map[string]func(context.Context) error
+	// closers close what was opened, in order: timelines and log before the store.
+	closers []func() error
+}
+
+func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (_ *backends, err error) {
+	b := &backends{ready: map[string]func(context.Context) error{}}
+	defer func() {
+		if err != nil { // close what opened before the failure
+			b.close(log)
+		}
+	}()
+	var lb *local.Backends
+	if cfg.store == "pebble" {
+		o, err := cfg.localOptions(clock, cursorKey, log)
+		if err != nil {
+			return nil, err
+		}
+		if sc.events.backend == "embedded" {
+			lo := sc.events.embeddedOptions(log)
+			o.Log = &lo
+		}
+		if sc.timelines.backend == "store" {
+			to := sc.timelines.pebbleOptions(clock, log)
+			o.Timelines = &to
+		}
+		if lb, err = local.Open(ctx, o); err != nil {
+			return nil, err
+		}
+		b.store, b.direct = lb.Store, lb.Direct()
+		b.closers = append(b.closers, lb.Close)
+	} else {
+		if b.store, err = cfg.openDynamo(ctx, clock, cursorKey, m); err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, b.store.Close)
+	}
+	b.store = table.Observed(b.store, m.ObserveStore)
+	b.ready["store"] = b.store.Ping
+
+	if lb != nil && lb.Log != nil {
+		b.log = lb.Log
+	} else {
+		if b.log, err = sc.events.open(ctx, cfg.dataDir, log); err != nil {
+			return nil, err
+		}
+		b.closers = append([]func() error{b.log.Close}, b.closers...)
+	}
+	b.ready["events"] = b.log.Ping
+
+	if lb != nil && lb.Timelines != nil {
+		b.timelines = lb.Timelines
+	} else {
+		tl, ready, closeTimelines, err := sc.timelines.open(ctx, b.store, clock, log)
+		if err != nil {
+			return nil, err
+		}
+		b.timelines = tl
+		if ready != nil {
+			b.ready["timelines"] = ready
+		}
+		b.closers = append([]func() error{closeTimelines}, b.closers...)
+	}
+	return b, nil
+}
+
+// outbox returns the outbox of the store and the log.
+func (b *backends) outbox(clock rookery.Clock, log *slog.Logger) *events.Outbox {
+	return &events.Outbox{Table: b.store, Log: b.log, Logger: log, Clock: clock, Direct: b.direct}
+}
+
+func (b *backends) close(log *slog.Logger) {
+	for _, c := range b.closers {
+		if err := c(); err != nil {
+			log.Error("closing the backends", "err", err)
+		}
+	}
+}
+
+// localOptions are the options of the embedded store in the data directory.
+func (c *config) localOptions(clock rookery.Clock, cursorKey []byte, log *slog.Logger) (local.Options, error) {
+	if c.blockCache < 8 {
+		return local.Options{}, fmt.Errorf("--block-cache-mib must be at least 8, not %d", c.blockCache)
+	}
+	return local.Options{Dir: c.dataDir, Logger: log, Store: pebble.Options{
+		Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log, CacheBytes: int64(c.blockCache) << 20,
+	}}, nil
+}
+
+func (c *timelinesConfig) pebbleOptions(clock rookery.Clock, log *slog.Logger) pebblestore.Options {
+	return pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, MarkerCache: c.markerCache}
+}
