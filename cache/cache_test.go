@@ -9,5 +9,5 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	cachetest.Run(t, func(t *testing.T) cachetest.Impl { return cache.NewMemory(rookery.SystemClock, 0) })
+	cachetest.Run(t, func(t *testing.T, clock rookery.Clock) cachetest.Impl { return cache.NewMemory(clock, 0) })
 }

@@ -1,5 +1,5 @@
 // Package cachetest is the conformance suite of cache.Cache and cache.Limiter: every
-// implementation runs Run. Time is real (TTLs of tens of milliseconds), as Redis keeps it.
+// implementation runs Run, on a fake clock, or RunWallClockExpiry when a server keeps the time.
 package cachetest
 
 import (
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/cache"
+	"github.com/rookery/rookery/internal/clocktest"
 )
 
 // Impl is one implementation under test.
@@ -19,9 +21,30 @@ type Impl interface {
 	cache.Limiter
 }
 
-// Run runs the suite; open returns a fresh, empty implementation for each test.
-func Run(t *testing.T, open func(t *testing.T) Impl) {
+// Factory returns a fresh, empty implementation on clock.
+type Factory func(t *testing.T, clock rookery.Clock) Impl
+
+// Run runs the suite; each test gets a fresh implementation and a fake clock of its own
+// (clocktest), which its expiry tests move on without waiting.
+func Run(t *testing.T, open Factory) { run(t, open, false) }
+
+// RunWallClockExpiry is Run for an implementation whose TTLs and windows a server keeps on its
+// own clock (Redis), which no fake clock moves: the expiry tests wait as they move the fake clock.
+func RunWallClockExpiry(t *testing.T, open Factory) { run(t, open, true) }
+
+func run(t *testing.T, openOn Factory, wallClock bool) {
 	ctx := context.Background()
+	var clock *clocktest.Clock
+	open := func(t *testing.T) Impl {
+		clock = clocktest.New(time.Now())
+		return openOn(t, clock)
+	}
+	pass := func(d time.Duration) {
+		clock.Advance(d)
+		if wallClock {
+			time.Sleep(d)
+		}
+	}
 	t.Run("a missing key is a miss", func(t *testing.T) {
 		c := open(t)
 		if _, ok, err := c.Get(ctx, "nobody"); ok || err != nil {
@@ -34,7 +57,9 @@ func Run(t *testing.T, open func(t *testing.T) Impl) {
 			t.Fatal(err)
 		}
 		wantGet(t, c, "k", "one")
-		time.Sleep(300 * time.Millisecond)
+		pass(100 * time.Millisecond)
+		wantGet(t, c, "k", "one")
+		pass(200 * time.Millisecond)
 		if _, ok, _ := c.Get(ctx, "k"); ok {
 			t.Fatal("the value outlived its ttl")
 		}
@@ -101,7 +126,7 @@ func Run(t *testing.T, open func(t *testing.T) Impl) {
 				t.Fatalf("call %d: ok %v err %v", i, ok, err)
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		pass(300 * time.Millisecond)
 		if ok, _, _ := c.Allow(ctx, "k", 2, 200*time.Millisecond); !ok {
 			t.Fatal("refused in a new window")
 		}

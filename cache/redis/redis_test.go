@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/cache/cachetest"
 	"github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/internal/testenv"
@@ -22,7 +23,7 @@ func TestRedis(t *testing.T) {
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("Redis at %s: %v (scripts/test.sh starts one)", addr, err)
 	}
-	cachetest.Run(t, func(t *testing.T) cachetest.Impl {
+	cachetest.RunWallClockExpiry(t, func(t *testing.T, _ rookery.Clock) cachetest.Impl {
 		s := redis.New(client, fmt.Sprintf("rookerytest-cache-%d", time.Now().UnixNano()))
 		t.Cleanup(func() { s.Drop(context.Background()) })
 		return s

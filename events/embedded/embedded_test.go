@@ -15,8 +15,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	eventstest.Run(t, func(t testing.TB) events.Log {
-		l, err := embedded.Open(embedded.Options{Dir: t.TempDir(), Partitions: 8})
+	eventstest.Run(t, func(t testing.TB, clock rookery.Clock) events.Log {
+		l, err := embedded.Open(embedded.Options{Dir: t.TempDir(), Partitions: 8, Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,13 +30,13 @@ func TestConformance(t *testing.T) {
 // open for the store.
 func TestConformanceOnTheStoresEngine(t *testing.T) {
 	ctx := context.Background()
-	eventstest.Run(t, func(t testing.TB) events.Log {
-		store := testtable.Pebble(t, table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "gsi1pk", SK: "gsi1sk"}}}, rookery.SystemClock)
+	eventstest.Run(t, func(t testing.TB, clock rookery.Clock) events.Log {
+		store := testtable.Pebble(t, table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "gsi1pk", SK: "gsi1sk"}}}, clock)
 		item := table.Item{table.PK: "A", table.SK: "1", "gsi1pk": "X", "gsi1sk": "2", "ttl": time.Now().Add(time.Hour).Unix()}
 		if err := store.Put(ctx, item); err != nil {
 			t.Fatal(err)
 		}
-		l, err := embedded.Open(embedded.Options{Engine: store.Engine(), Partitions: 8})
+		l, err := embedded.Open(embedded.Options{Engine: store.Engine(), Partitions: 8, Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,8 @@ func openShared(t testing.TB, o nats.Options) *nats.Log {
 }
 
 func TestConformance(t *testing.T) {
-	eventstest.Run(t, func(t testing.TB) events.Log { return open(t) })
+	// The server keeps the delays on its own clock (eventstest.Factory).
+	eventstest.Run(t, func(t testing.TB, _ rookery.Clock) events.Log { return open(t) })
 }
 
 // record is the events a consumer (or all of a test's consumers) handled, in the order they were
