@@ -1,6 +1,9 @@
 package rookery
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Caller is who makes a request: a user, or the app's own backend acting with a server-scope token.
 type Caller struct {
@@ -10,6 +13,8 @@ type Caller struct {
 	Server bool
 	// OnBehalfOf is the user a server token acts for (X-On-Behalf-Of), or "".
 	OnBehalfOf string
+	// Expires is when the token stops being accepted (a stream ends then); zero: never.
+	Expires time.Time
 }
 
 // Acting returns the user the request acts as: OnBehalfOf for a server token that names one,

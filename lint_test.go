@@ -50,7 +50,9 @@ var allowed = map[string][]string{
 	"cache/cachetest":         {"", "cache", "internal/clocktest"},
 	"cache/redis":             {""},
 	"app":                     {"", "table", "events", "timeline", "cache", "streak", "internal/keylock"},
-	"httpapi":                 {"", "app", "auth", "metrics", "events"},
+	"live":                    {},
+	"live/natsbus":            {"live"},
+	"httpapi":                 {"", "app", "auth", "metrics", "events", "live"},
 	"cmd/rookery":             {"*"},
 }
 

@@ -49,6 +49,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// OnRebuild is told the outcome of each timeline rebuild (RebuildComplete, ...); nil: nothing.
 	OnRebuild func(outcome string)
+	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
+	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
+	Streams StreamPublisher
 }
 
 // App is the application: the use cases over the table and the event pipeline.
@@ -75,6 +78,7 @@ type App struct {
 	cursors   *table.Cursors
 
 	otherGroups []string
+	streams     StreamPublisher
 }
 
 // New returns the App over d.
@@ -95,7 +99,7 @@ func New(d Deps) *App {
 		d.CursorKey = make([]byte, 32)
 		_, _ = rand.Read(d.CursorKey)
 	}
-	return &App{log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	return &App{streams: d.Streams, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -175,6 +179,9 @@ func (a *App) Consumers() []events.Consumer {
 		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
+	}
+	if a.streams != nil {
+		cs = append(cs, events.Consumer{Group: LiveGroup, Handle: a.ApplyLive, Concurrency: 8})
 	}
 	if a.timelines != nil {
 		// Timeline work waits out an outage of the timeline store (Redis) however long it lasts:

@@ -50,6 +50,11 @@ import (
 //	Board post      LBPOST#<post>          POST        author_id, created_at, deleted
 //	Board like      LBPOST#<post>          LIKE#<user> at (a like the author board counted)
 //	Board tally     LBPOST#<post>          LIKES#<date> count (likes counted per day)
+//	Stream head     STREAM#<user>          HEAD        seq (the last id given out), ttl (StreamWindow after
+//	                                                   the user's stream was last open: present users)
+//	Stream event    STREAM#<user>          E#<seq 20>  seq, type, data, ttl (StreamWindow)
+//	Stream dedupe   STREAM#<user>          D#<source>  ttl (an event's source appended it already)
+//	Stream ticket   TICKET#<id>            -           user_id, expires (of the token), ttl (a minute)
 //	Timeline marker FEED#<user>            ~           ttl (timeline/tablestore owns the FEED keys)
 //	Timeline entry  FEED#<user>            <ts>#<post> post_id, author_id, at, ttl;
 //	                                                   GSI4 POST#<post> / FEED#<user>
@@ -76,6 +81,8 @@ import (
 //	AP1/FEED-003 home feed              the timeline store's page + Query GSI1 USER#<author> of
 //	                                    the followed celebrities and the reader; BatchGet of the
 //	                                    posts, authors and edges (app/feed.go)
+//	is U present (has a stream log)     BatchGet(STREAM#<u>, HEAD), per page of followers
+//	U's stream events after n           Query STREAM#<u>, SK between E#<n> and E#<head>, ascending
 //	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
 //	streak of a user (every app open)   the write-through cache, else Get(STREAK#<user>, META)
 //	is this activity a duplicate        the conditional put of ACTKEY#<user>#<key hash> (NotExists)
@@ -230,6 +237,7 @@ func blockKey(blocker, blocked string) table.Key {
 func muteKey(muter, muted string) table.Key { return table.Key{PK: "MUTE#" + muter, SK: muted} }
 
 func notifPK(user string) string             { return "NOTIF#" + user }
+func recipientOf(notif table.Key) string     { return strings.TrimPrefix(notif.PK, "NOTIF#") }
 func notifKey(user, id string) table.Key     { return table.Key{PK: notifPK(user), SK: "N#" + id} }
 func notifRefKey(user, ref string) table.Key { return table.Key{PK: notifPK(user), SK: "REF#" + ref} }
 func unreadPK(user string) string            { return "UNREAD#" + user }
@@ -302,3 +310,21 @@ func boardLikeKey(post, user string) table.Key {
 func boardTallyKey(post string, day streak.Date) table.Key {
 	return table.Key{PK: "LBPOST#" + post, SK: tallyPrefix + day.String()}
 }
+
+func streamPK(user string) string { return "STREAM#" + user }
+func streamHeadKey(user string) table.Key {
+	return table.Key{PK: streamPK(user), SK: "HEAD"}
+}
+func streamEventKey(user string, seq uint64) table.Key {
+	return table.Key{PK: streamPK(user), SK: streamEventSK(seq)}
+}
+func streamEventSK(seq uint64) string { return fmt.Sprintf("E#%020d", seq) }
+func streamDedupeKey(user, source string) table.Key {
+	return table.Key{PK: streamPK(user), SK: "D#" + source}
+}
+
+// streamEventsQuery reads user's stream events from seq from to seq to, oldest first.
+func streamEventsQuery(user string, from, to uint64) table.Query {
+	return table.Query{PK: streamPK(user), SK: table.SKCond{Op: table.SKBetween, Value: streamEventSK(from), Value2: streamEventSK(to)}}
+}
+func ticketKey(id string) table.Key { return table.Key{PK: "TICKET#" + id, SK: skMeta} }

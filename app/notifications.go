@@ -105,6 +105,13 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 			all, n = append(all, ws), n+len(ws)
 		}
 	}
+	if err := a.createNotices(ctx, all, n); err != nil {
+		return err
+	}
+	return a.streamNotices(ctx, all)
+}
+
+func (a *App) createNotices(ctx context.Context, all [][]table.Write, n int) error {
 	if len(all) > 1 && n <= table.MaxTransact {
 		err := a.table.TransactWrite(ctx, slices.Concat(all...))
 		if !rookery.IsKind(err, rookery.Conflict) {
@@ -114,6 +121,38 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 	for _, ws := range all {
 		if err := a.table.TransactWrite(ctx, ws); err != nil && !rookery.IsKind(err, rookery.Conflict) {
 			return err // a conflict: created before
+		}
+	}
+	return nil
+}
+
+// streamNotices appends a notification event for each notification created (the first write of
+// each of all puts it) to its recipient's stream log, if they are present. A redelivered event
+// appends nothing twice: the notification's id is the source.
+func (a *App) streamNotices(ctx context.Context, all [][]table.Write) error {
+	for _, ws := range all {
+		it := ws[0].Item
+		recipient := recipientOf(it.Key())
+		present, err := a.presentUsers(ctx, []string{recipient})
+		if err != nil || len(present) == 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var actor rookery.Author
+		if u, err := a.table.Get(ctx, userKey(it.String("actor_id"))); err == nil {
+			actor = authorOf(u)
+		} else if !rookery.IsKind(err, rookery.NotFound) {
+			return err
+		}
+		unread, err := a.unreadCount(ctx, recipient)
+		if err != nil {
+			return err
+		}
+		data := NotificationEvent{Notification: notificationOf(it, actor), UnreadCount: unread}
+		if err := a.appendStream(ctx, present, "notification:"+it.String("id"), StreamNotification, data); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -206,17 +245,22 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	}
 	out := Page[Notification]{Items: make([]Notification, 0, len(p.Items)), Next: p.Next}
 	for _, it := range p.Items {
-		n := Notification{ID: it.String("id"), Type: it.String("type"), Actor: actors[it.String("actor_id")],
-			CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()}, Read: it.Bool("read")}
-		if v := it.String("post_id"); v != "" {
-			n.PostID = &v
-		}
-		if v := it.String("comment_id"); v != "" {
-			n.CommentID = &v
-		}
-		out.Items = append(out.Items, n)
+		out.Items = append(out.Items, notificationOf(it, actors[it.String("actor_id")]))
 	}
 	return out, nil
+}
+
+// notificationOf is the notification item it as the API shows it.
+func notificationOf(it table.Item, actor rookery.Author) Notification {
+	n := Notification{ID: it.String("id"), Type: it.String("type"), Actor: actor,
+		CreatedAt: rookery.Time{Time: time.UnixMilli(it.Int("created_at")).UTC()}, Read: it.Bool("read")}
+	if v := it.String("post_id"); v != "" {
+		n.PostID = &v
+	}
+	if v := it.String("comment_id"); v != "" {
+		n.CommentID = &v
+	}
+	return n
 }
 
 // maxUnreadCount caps the unread count (shown as that many or more).
@@ -229,11 +273,17 @@ func (a *App) UnreadCount(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := a.table.Query(ctx, withLimit(unreadQuery(user), maxUnreadCount))
+	return a.unreadCount(ctx, user)
+}
+
+func (a *App) unreadCount(ctx context.Context, user string) (int, error) {
+	q := withLimit(unreadQuery(user), maxUnreadCount)
+	q.KeysOnly = true
+	p, err := a.table.Query(ctx, q)
 	if err != nil {
 		return 0, err
 	}
-	return len(p.Items), nil
+	return len(p.Keys), nil
 }
 
 // MarkRead marks the caller's notifications with the given ids read, or all of them.

@@ -94,8 +94,8 @@ func (v *Verifier) Verify(token string) (rookery.Caller, error) {
 	if claims.Scope != "" && claims.Scope != ScopeServer {
 		return rookery.Caller{}, rookery.E(op, rookery.Unauthenticated, "the token's scope is not \""+ScopeServer+"\" or absent")
 	}
-	c := rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer}
-	v.known.put(token, c, claims.ExpiresAt.Time.Add(leeway), now)
+	c := rookery.Caller{UserID: claims.Subject, Server: claims.Scope == ScopeServer, Expires: claims.ExpiresAt.Time.Add(leeway)}
+	v.known.put(token, c, c.Expires, now)
 	return c, nil
 }
 

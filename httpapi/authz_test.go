@@ -67,6 +67,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET /v1/tags/{tag}/posts", "GET", "/v1/tags/m/posts", "", cell{"owner": 200, "blocked": 200, "server": 200, "none": 401}},
 		// The home feed is the caller's own; a server token must name the reader.
 		{"GET /v1/feed", "GET", "/v1/feed", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 200, "server": 400, "none": 401}},
+		// A stream is the caller's own (a user's 200 is an open stream: TestStreamTickets and the rest).
+		{"GET /v1/stream", "GET", "/v1/stream", "", cell{"server": 400, "none": 401}},
+		{"POST /v1/stream/tickets", "POST", "/v1/stream/tickets", "", cell{"owner": 201, "other": 201, "server": 400, "none": 401}},
 		{"PUT /v1/posts/{id}/likes/{user}", "PUT", "/v1/posts/" + pub + "/likes/{caller}", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 403, "none": 401}},
 		{"DELETE /v1/posts/{id}/likes/{user}", "DELETE", "/v1/posts/" + pub + "/likes/{caller}", "", cell{"owner": 204, "other": 204, "blocked": 403, "none": 401}},
 		{"PUT /v1/posts/{id}/likes/{user}", "PUT", "/v1/posts/" + pub + "/likes/owner", "", cell{"other": 403, "follower": 403, "blocked": 403, "none": 401}},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/internal/testtable"
+	"github.com/rookery/rookery/live"
 
 	"github.com/oklog/ulid/v2"
 	goredis "github.com/redis/go-redis/v9"
@@ -60,6 +61,7 @@ type fixture struct {
 	// loseTimeline makes user's stored timeline vanish, as a Redis restart or inactivity does.
 	loseTimeline func(user string)
 	timelines    timeline.Store
+	hub          *live.Hub
 }
 
 // fixtureConfig varies the fixture; the zero value is the default service.
@@ -69,6 +71,8 @@ type fixtureConfig struct {
 	celebrityThreshold int    // 0: the default
 	timelineCap        int    // 0: the default
 	engagement         app.Engagement
+	heartbeat          time.Duration // of streams; 0: 200 ms
+	streamBuffer       int           // 0: the default
 }
 
 // flakyStore fails Get and Ping with err while err is set, and Query with queryErr.
@@ -145,6 +149,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	m := metrics.New()
 	observed := table.Observed(store, m.ObserveStore)
 	tl, lose := openTimelines(t, cfg, store)
+	hub := &live.Hub{}
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
 	if onPebble {
 		db.SetStager(evlog)
@@ -154,7 +159,8 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		IDs: func() string { return ulid.Make().String() }, Timelines: tl,
 		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRebuild: m.ObserveRebuild,
-		OtherGroups: []string{"audit"}}) // a group outside the App, as the analytics export's is
+		OtherGroups: []string{"audit"}, // a group outside the App, as the analytics export's is
+		Streams:     live.Local{Hub: hub}})
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{
@@ -164,10 +170,11 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		Log:      slog.New(slog.NewTextHandler(logs, nil)),
 		NewID:    func() string { return "req-" + strconv.FormatInt(n.Add(1), 10) },
 		Ready:    map[string]func(context.Context) error{"store": store.Ping},
+		Streams:  httpapi.StreamOptions{Hub: hub, Heartbeat: cmp.Or(cfg.heartbeat, 200*time.Millisecond), Buffer: cfg.streamBuffer},
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, evlog: evlog, pipeline: pipeline, loseTimeline: lose, timelines: tl}, store
+	return &fixture{hub: hub, t: t, srv: srv, store: store, logs: logs, evlog: evlog, pipeline: pipeline, loseTimeline: lose, timelines: tl}, store
 }
 
 // openTimelines returns the timeline store cfg names and a function that makes a user's timeline

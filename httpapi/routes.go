@@ -44,6 +44,8 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}/posts", s.authed(s.authorPosts))
 	s.mux.Handle("GET /v1/tags/{tag}/posts", s.authed(s.tagPosts))
 	s.mux.Handle("GET /v1/feed", s.authed(s.feed))
+	s.mux.Handle("GET /v1/stream", s.streamAuth(s.stream))
+	s.mux.Handle("POST /v1/stream/tickets", s.authed(s.streamTicket))
 
 	s.mux.Handle("GET /v1/notifications", s.authed(s.listNotifications))
 	s.mux.Handle("GET /v1/notifications/unread_count", s.authed(s.unreadCount))

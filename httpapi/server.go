@@ -23,6 +23,8 @@ type Deps struct {
 	NewID func() string
 	// Ready lists the checks of /readyz by name: each backend the process uses.
 	Ready map[string]func(context.Context) error
+	// Streams configure GET /v1/stream.
+	Streams StreamOptions
 }
 
 // NewServer returns the API's handler.

@@ -31,12 +31,33 @@ type Metrics struct {
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 	TimelineRebuilds   *prometheus.CounterVec   // outcome
+
+	StreamsOpen   prometheus.Gauge
+	StreamEvents  *prometheus.CounterVec // type
+	StreamDrops   *prometheus.CounterVec // reason: behind (its buffer filled), stalled (a write failed)
+	StreamResumes *prometheus.CounterVec // outcome: new, resumed (Last-Event-ID), reset
 }
 
 // New returns Metrics registered on a fresh registry, with Go runtime and process collectors.
 func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
+		StreamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rookery_streams_open",
+			Help: "Streams (GET /v1/stream) open on this process.",
+		}),
+		StreamEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_stream_events_sent_total",
+			Help: "Stream events sent to clients, by type.",
+		}, []string{"type"}),
+		StreamDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_stream_clients_dropped_total",
+			Help: "Streams ended by the server because the client fell behind (behind) or stopped reading (stalled).",
+		}, []string{"reason"}),
+		StreamResumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_stream_starts_total",
+			Help: "Streams opened: new (no Last-Event-ID), resumed (every missed event replayed) or reset (beyond the window).",
+		}, []string{"outcome"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rookery_http_request_duration_seconds",
 			Help:    "HTTP request latency by route pattern, method and status.",
@@ -92,6 +113,7 @@ func New() *Metrics {
 	}, []string{"outcome"})
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
 		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
+		m.StreamsOpen, m.StreamEvents, m.StreamDrops, m.StreamResumes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -25,6 +25,7 @@ type serveConfig struct {
 	events          eventsConfig
 	timelines       timelinesConfig
 	engagement      engagementConfig
+	streams         streamsConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -55,6 +56,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
 	sc.engagement.addFlags(cmd.Flags())
+	sc.streams.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -103,7 +105,17 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	newID := func() string { return ulid.Make().String() }
 	outbox := b.outbox(clock, log)
 
+	streamOpts, streams, closeBus, err := sc.streams.open(sc.events, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := closeBus(); err != nil {
+			log.Error("closing the stream bus", "err", err)
+		}
+	}()
 	deps := httpapi.Deps{
+		Streams:  streamOpts,
 		Verifier: verifier,
 		Metrics:  m,
 		Log:      log,
@@ -116,7 +128,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
 		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
-		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey,
+		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey, Streams: streams,
 		OtherGroups: []string{ExportGroup}})
 	consumers := application.Consumers()
 	if sc.role != "api" {

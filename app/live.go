@@ -1,0 +1,498 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+)
+
+// Live streams (GET /v1/stream). Each user who has opened a stream in the last StreamWindow has a
+// stream log in the table: a head (the last sequence number given out) and the events after it,
+// the newest StreamKeep of them, each kept StreamWindow. The consumers that see what changes a
+// user's feed, notifications or streak append events to the logs of the users it concerns that
+// have a head (present users); nobody else pays for streams.
+//
+// Invariants: a log's sequence numbers increase by one per event and an event is committed with
+// the head that gives out its number (one transaction, conditional on the head), so a log's events
+// become visible in sequence order; an event is appended at most once per source (a dedupe item
+// per source id, in the same transaction), so a redelivered event adds nothing. A client that has
+// seen event n of a log resumes exactly after it while n is still in the log (StreamSince); once
+// it is gone, the client gets a reset and refetches.
+//
+// Events are stored as references where the reader's view decides what they show (a post is
+// rendered for the reader when it is sent: the feed's visibility, follow, block and mute rules at
+// that moment), and whole where it does not (a notification, a streak).
+
+// Stream event types.
+const (
+	StreamFeedPost     = "feed.post"
+	StreamFeedRemove   = "feed.remove"
+	StreamNotification = "notification"
+	StreamStreak       = "streak"
+	// StreamReset tells a client that the events after its last id are no longer kept: refetch.
+	StreamReset = "reset"
+)
+
+// LiveGroup is the consumer group that appends feed and streak events to stream logs.
+const LiveGroup = "live"
+
+const (
+	// StreamKeep is how many of a user's latest stream events a reconnecting client can resume.
+	StreamKeep = 1000
+	// StreamWindow is how long a stream event is kept, and how long a user stays present after
+	// their last stream was open.
+	StreamWindow = 24 * time.Hour
+	// streamAttempts bounds the retries of an append that lost its head to a concurrent one.
+	streamAttempts = 50
+)
+
+// StreamEvent is one event of a user's stream log.
+type StreamEvent struct {
+	Seq  uint64
+	Type string
+	Data json.RawMessage // as stored; Render turns it into what the client gets
+}
+
+// StreamPublisher takes every appended stream event to the streams that are open, on this process
+// or others (package live). Publishing may lose an event: an open stream notices the gap at the
+// next event or heartbeat and reads the log.
+type StreamPublisher interface {
+	Publish(user string, seq uint64, typ string, data []byte)
+}
+
+// feedPostRef is a feed.post event as stored.
+type feedPostRef struct {
+	PostID   string `json:"post_id"`
+	AuthorID string `json:"author_id"`
+	At       int64  `json:"at"` // ms
+}
+
+// FeedPost is a feed.post event as a client gets it: the post as a feed read shows it, and its
+// position (the feed cursor just after it, which orders it among the feed's posts).
+type FeedPost struct {
+	Post     rookery.Post `json:"post"`
+	Position string       `json:"position"`
+}
+
+// FeedRemove is a feed.remove event: one post left the feed, or all of an author's did.
+type FeedRemove struct {
+	PostID   string `json:"post_id,omitempty"`
+	AuthorID string `json:"author_id,omitempty"`
+	// Reason is deleted, unfollowed, blocked or muted.
+	Reason string `json:"reason"`
+}
+
+// NotificationEvent is a notification event: the new notification and the unread count after it.
+type NotificationEvent struct {
+	Notification Notification `json:"notification"`
+	UnreadCount  int          `json:"unread_count"`
+}
+
+// StreamStart is where a stream starts: Events are the ones to send first (after the client's
+// last id), then everything after Head as it is appended. Reset says the client's last id is no
+// longer in the log: send a reset first.
+type StreamStart struct {
+	User   string
+	Head   uint64
+	Events []StreamEvent
+	Reset  bool
+}
+
+// OpenStream makes the acting user present (their log exists, for StreamWindow from now) and
+// returns where their stream starts: after lastID if given (the SSE Last-Event-ID), else now.
+func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error) {
+	const op rookery.Op = "app.OpenStream"
+	user, err := actingUser(ctx, op)
+	if err != nil {
+		return StreamStart{}, err
+	}
+	if a.streams == nil {
+		return StreamStart{}, rookery.E(op, rookery.NotFound, "live streams are turned off on this server")
+	}
+	var last uint64
+	if lastID != "" {
+		if last, err = strconv.ParseUint(lastID, 10, 64); err != nil {
+			return StreamStart{}, rookery.E(op, rookery.Invalid, "Last-Event-ID is not an event id of this stream")
+		}
+	}
+	head, err := a.touchStream(ctx, user)
+	if err != nil {
+		return StreamStart{}, err
+	}
+	start := StreamStart{User: user, Head: head}
+	if lastID == "" || last == head {
+		return start, nil
+	}
+	evs, ok, err := a.StreamSince(ctx, user, last, head)
+	if err != nil {
+		return StreamStart{}, err
+	}
+	start.Events, start.Reset = evs, !ok
+	return start, nil
+}
+
+// touchStream creates user's stream head if it is missing (numbering from the clock, so that a
+// log made again after the old one expired never reuses an id) and keeps it for StreamWindow from
+// now. It returns the head.
+func (a *App) touchStream(ctx context.Context, user string) (uint64, error) {
+	now := a.clock.Now()
+	k := streamHeadKey(user)
+	expires := now.Add(StreamWindow).Unix()
+	it, err := a.table.Update(ctx, k, table.Update{Set: map[string]any{table.TTL: expires}}, table.Exists(table.PK))
+	if err == nil {
+		return uint64(it.Int("seq")), nil
+	}
+	if !rookery.IsKind(err, rookery.Conflict) {
+		return 0, err
+	}
+	seq := uint64(now.UnixMilli()) * 1000
+	err = a.table.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK, "seq": int64(seq), table.TTL: expires}, table.NotExists(table.PK))
+	if rookery.IsKind(err, rookery.Conflict) {
+		return a.touchStream(ctx, user) // made by another stream a moment ago
+	}
+	return seq, err
+}
+
+// StreamHead returns the last sequence number of user's stream log (0 if it has none).
+func (a *App) StreamHead(ctx context.Context, user string) (uint64, error) {
+	it, err := a.table.Get(ctx, streamHeadKey(user))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return 0, nil
+	}
+	return uint64(it.Int("seq")), err
+}
+
+// StreamSince returns the events of user's log after seq after, up to and including upTo (0: up to
+// the head), oldest first. ok is false if the log no longer holds event after itself (nor is it the
+// head), so that events after it may be lost: the client must refetch.
+func (a *App) StreamSince(ctx context.Context, user string, after, upTo uint64) (evs []StreamEvent, ok bool, err error) {
+	if upTo == 0 {
+		upTo = ^uint64(0) >> 1
+	}
+	q := streamEventsQuery(user, after, upTo)
+	q.Limit = table.MaxQueryLimit
+	first := true
+	err = table.EachPage(ctx, a.table, q, func(items []table.Item) error {
+		for _, it := range items {
+			seq := uint64(it.Int("seq"))
+			if first {
+				first = false
+				if seq != after {
+					return errStreamGap
+				}
+				ok = true
+				continue
+			}
+			evs = append(evs, StreamEvent{Seq: seq, Type: it.String("type"), Data: it.Bytes("data")})
+		}
+		return nil
+	})
+	if errors.Is(err, errStreamGap) {
+		return nil, false, nil
+	}
+	if err != nil || ok {
+		return evs, ok, err
+	}
+	// The log holds nothing from after on: fine only if after is the head itself.
+	head, err := a.StreamHead(ctx, user)
+	return nil, err == nil && head == after, err
+}
+
+var errStreamGap = errors.New("the client's last event is no longer kept")
+
+// appendStream appends an event of type typ with data to the log of each present user among
+// users, once per source src (an event id, with a suffix when one event causes several), and
+// publishes it.
+func (a *App) appendStream(ctx context.Context, users []string, src, typ string, data any) error {
+	if len(users) == 0 {
+		return nil
+	}
+	present, err := a.presentUsers(ctx, users)
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	for _, u := range present {
+		if err := a.appendOne(ctx, u, src, typ, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// presentUsers returns the users among users that have a stream log.
+func (a *App) presentUsers(ctx context.Context, users []string) ([]string, error) {
+	var present []string
+	for i := 0; i < len(users); i += table.MaxBatchGet {
+		chunk := users[i:min(len(users), i+table.MaxBatchGet)]
+		keys := make([]table.Key, len(chunk))
+		for j, u := range chunk {
+			keys[j] = streamHeadKey(u)
+		}
+		items, err := a.table.BatchGet(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for j, it := range items {
+			if it != nil {
+				present = append(present, chunk[j])
+			}
+		}
+	}
+	return present, nil
+}
+
+// appendOne appends one event to user's log (see the invariants above) and publishes it.
+func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte) error {
+	const op rookery.Op = "app.appendStream"
+	hk := streamHeadKey(user)
+	for range streamAttempts {
+		head, err := a.table.Get(ctx, hk)
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil // the user left StreamWindow ago
+		} else if err != nil {
+			return err
+		}
+		seq := head.Int("seq")
+		next := seq + 1
+		expires := a.clock.Now().Add(StreamWindow).Unix()
+		ek := streamEventKey(user, uint64(next))
+		dk := streamDedupeKey(user, src)
+		writes := []table.Write{
+			table.UpdateWrite(hk, table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, seq)),
+			table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
+			table.PutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
+			table.DeleteWrite(streamEventKey(user, uint64(next-StreamKeep))),
+		}
+		err = a.table.TransactWrite(ctx, writes)
+		var ce *table.ConditionError
+		switch {
+		case err == nil:
+			if a.streams != nil {
+				a.streams.Publish(user, uint64(next), typ, data)
+			}
+			return nil
+		case errors.As(err, &ce) && ce.Index == 1:
+			return nil // appended before, by an earlier delivery
+		case errors.As(err, &ce):
+			continue // another append took the number, or the head expired: read it again
+		default:
+			return err
+		}
+	}
+	return rookery.E(op, rookery.Unavailable, "the stream log of "+user+" is being appended by many writers")
+}
+
+// RenderStream turns a stored stream event into what the reader's client gets; ok is false if the
+// reader may not see it now (a post they may no longer see), and then nothing is sent.
+func (a *App) RenderStream(ctx context.Context, reader string, ev StreamEvent) (data json.RawMessage, ok bool, err error) {
+	if ev.Type != StreamFeedPost {
+		return ev.Data, true, nil
+	}
+	var ref feedPostRef
+	if err := json.Unmarshal(ev.Data, &ref); err != nil {
+		return nil, false, rookery.E("app.RenderStream", rookery.Internal, err)
+	}
+	entry := timeline.Entry{PostID: ref.PostID, AuthorID: ref.AuthorID, At: time.UnixMilli(ref.At).UTC()}
+	r := &feedRead{a: a, reader: reader}
+	posts, err := r.show(ctx, []timeline.Entry{entry})
+	if err != nil || len(posts) == 0 {
+		return nil, false, err
+	}
+	b, err := json.Marshal(FeedPost{Post: posts[0], Position: a.feedCursor(reader, entry)})
+	return b, err == nil, err
+}
+
+// ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
+// the stream logs of the present users it concerns. A post enters the feeds of its author and
+// every follower (celebrities' too: the read path merges theirs); a deleted post leaves them; an
+// unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
+// an unmute brings the author's recent posts in (as the timelines merge them). Notifications are
+// appended by the notifications consumer, which alone knows which it created.
+func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
+	const op rookery.Op = "app.ApplyLive"
+	switch ev.Type {
+	case PostCreated, PostDeleted:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed post event", err)
+		}
+		if ev.Type == PostCreated {
+			ref := feedPostRef{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.UnixMilli()}
+			return a.toAuthorAndFollowers(ctx, p.AuthorID, ev.ID, StreamFeedPost, ref)
+		}
+		return a.toAuthorAndFollowers(ctx, p.AuthorID, ev.ID, StreamFeedRemove, FeedRemove{PostID: p.PostID, Reason: "deleted"})
+	case FollowDeleted:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.appendStream(ctx, []string{p.FollowerID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.FolloweeID, Reason: "unfollowed"})
+	case BlockCreated:
+		var p RelationPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		if err := a.appendStream(ctx, []string{p.UserID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.TargetID, Reason: "blocked"}); err != nil {
+			return err
+		}
+		return a.appendStream(ctx, []string{p.TargetID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.UserID, Reason: "blocked"})
+	case MuteCreated:
+		var p RelationPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.appendStream(ctx, []string{p.UserID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.TargetID, Reason: "muted"})
+	case FollowCreated, MuteDeleted:
+		var reader, author string
+		if ev.Type == FollowCreated {
+			var p FollowPayload
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				return rookery.E(op, rookery.Invalid, err)
+			}
+			reader, author = p.FollowerID, p.FolloweeID
+		} else {
+			var p RelationPayload
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				return rookery.E(op, rookery.Invalid, err)
+			}
+			reader, author = p.UserID, p.TargetID
+		}
+		return a.streamRecent(ctx, reader, author, ev.ID)
+	case ActivityRecorded:
+		var p ActivityPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		present, err := a.presentUsers(ctx, []string{p.UserID})
+		if err != nil || len(present) == 0 {
+			return err
+		}
+		rec, err := a.loadStreak(ctx, op, p.UserID, false)
+		if err != nil {
+			return err
+		}
+		return a.appendStream(ctx, present, ev.ID, StreamStreak, rec.view(a.clock.Now()))
+	}
+	return nil
+}
+
+// toAuthorAndFollowers appends an event to the logs of author and their present followers.
+func (a *App) toAuthorAndFollowers(ctx context.Context, author, src, typ string, data any) error {
+	if err := a.appendStream(ctx, []string{author}, src, typ, data); err != nil {
+		return err
+	}
+	q := followersQuery(author)
+	q.Limit = table.MaxQueryLimit
+	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
+		users := make([]string, len(edges))
+		for i, k := range edges {
+			users[i] = followerOf(k)
+		}
+		return a.appendStream(ctx, users, src, typ, data)
+	})
+}
+
+// streamRecent appends a feed.post event for each of author's recent posts (those a follow merges
+// into a timeline) to reader's log, if reader is present.
+func (a *App) streamRecent(ctx context.Context, reader, author, src string) error {
+	present, err := a.presentUsers(ctx, []string{reader})
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	entries, _, err := a.queryAuthorPosts(ctx, author, timeline.Entry{}, followMerge)
+	if err != nil {
+		return err
+	}
+	// Oldest first, so that a client inserting them one by one keeps its feed in order.
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		ref := feedPostRef{PostID: e.PostID, AuthorID: e.AuthorID, At: e.At.UnixMilli()}
+		if err := a.appendStream(ctx, present, src+":"+e.PostID, StreamFeedPost, ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StreamTicketTTL is how long a stream ticket can be redeemed.
+const StreamTicketTTL = time.Minute
+
+// StreamTicket is a short-lived, single-use credential for opening the acting user's stream where
+// a client cannot send an Authorization header (a browser's EventSource).
+type StreamTicket struct {
+	Ticket    string       `json:"ticket"`
+	ExpiresAt rookery.Time `json:"expires_at"`
+}
+
+// NewStreamTicket issues a stream ticket for the acting user. The stream it opens ends when the
+// token that asked for it expires.
+func (a *App) NewStreamTicket(ctx context.Context) (StreamTicket, error) {
+	const op rookery.Op = "app.NewStreamTicket"
+	c, err := caller(ctx, op)
+	if err != nil {
+		return StreamTicket{}, err
+	}
+	user, err := actingUser(ctx, op)
+	if err != nil {
+		return StreamTicket{}, err
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return StreamTicket{}, rookery.E(op, rookery.Internal, err)
+	}
+	id := base64.RawURLEncoding.EncodeToString(b)
+	now := a.clock.Now()
+	expires := now.Add(StreamTicketTTL)
+	k := ticketKey(id)
+	item := table.Item{table.PK: k.PK, table.SK: k.SK, "user_id": user, table.TTL: expires.Unix()}
+	if !c.Expires.IsZero() {
+		item["token_expires"] = c.Expires.UnixMilli()
+	}
+	if err := a.table.Put(ctx, item, table.NotExists(table.PK)); err != nil {
+		return StreamTicket{}, err
+	}
+	return StreamTicket{Ticket: id, ExpiresAt: rookery.Time{Time: expires.UTC().Truncate(time.Second)}}, nil
+}
+
+// RedeemStreamTicket consumes a stream ticket (once: a second redemption fails) and returns the
+// caller it stands for.
+func (a *App) RedeemStreamTicket(ctx context.Context, ticket string) (rookery.Caller, error) {
+	const op rookery.Op = "app.RedeemStreamTicket"
+	refused := rookery.E(op, rookery.Unauthenticated, "the stream ticket is unknown, used or expired")
+	if !idOf(ticket, 64, "-_") {
+		return rookery.Caller{}, refused
+	}
+	k := ticketKey(ticket)
+	it, err := a.table.Get(ctx, k)
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.Caller{}, refused
+	} else if err != nil {
+		return rookery.Caller{}, err
+	}
+	// Deleting it is the redemption: of two at once, one deletes it and the other finds it gone.
+	if err := a.table.Delete(ctx, k, table.Exists(table.PK)); rookery.IsKind(err, rookery.Conflict) {
+		return rookery.Caller{}, refused
+	} else if err != nil {
+		return rookery.Caller{}, err
+	}
+	c := rookery.Caller{UserID: it.String("user_id")}
+	if ms := it.Int("token_expires"); ms != 0 {
+		c.Expires = time.UnixMilli(ms)
+	}
+	if !c.Expires.IsZero() && !c.Expires.After(a.clock.Now()) {
+		return rookery.Caller{}, refused
+	}
+	return c, nil
+}
