@@ -27,9 +27,9 @@ import (
 // seen event n of a log resumes exactly after it while n is still in the log (StreamSince); once
 // it is gone, the client gets a reset and refetches.
 //
-// Events are stored as references where the reader's view decides what they show (a post is
-// rendered for the reader when it is sent: the feed's visibility, follow, block and mute rules at
-// that moment), and whole where it does not (a notification, a streak).
+// Events are stored as the client gets them, rendered for their reader when they happen (a post by
+// the feed's visibility, follow, block and mute rules at that moment): a replay sends exactly what
+// a client that never disconnected got, and what changes later comes as an event of its own.
 
 // Stream event types.
 const (
@@ -58,7 +58,7 @@ const (
 type StreamEvent struct {
 	Seq  uint64
 	Type string
-	Data json.RawMessage // as stored; Render turns it into what the client gets
+	Data json.RawMessage
 }
 
 // StreamPublisher takes every appended stream event to the streams that are open, on this process
@@ -66,13 +66,6 @@ type StreamEvent struct {
 // next event or heartbeat and reads the log.
 type StreamPublisher interface {
 	Publish(user string, seq uint64, typ string, data []byte)
-}
-
-// feedPostRef is a feed.post event as stored.
-type feedPostRef struct {
-	PostID   string `json:"post_id"`
-	AuthorID string `json:"author_id"`
-	At       int64  `json:"at"` // ms
 }
 
 // FeedPost is a feed.post event as a client gets it: the post as a feed read shows it, and its
@@ -294,24 +287,33 @@ func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte)
 	return rookery.E(op, rookery.Unavailable, "the stream log of "+user+" is being appended by many writers")
 }
 
-// RenderStream turns a stored stream event into what the reader's client gets; ok is false if the
-// reader may not see it now (a post they may no longer see), and then nothing is sent.
-func (a *App) RenderStream(ctx context.Context, reader string, ev StreamEvent) (data json.RawMessage, ok bool, err error) {
-	if ev.Type != StreamFeedPost {
-		return ev.Data, true, nil
+// streamPost appends a feed.post event of the post entry refers to, as each reader may see it now
+// (the feed's visibility, follow, block and mute rules), to the logs of the present users among
+// readers; a reader who may not see it gets nothing. The event is the post as a feed read shows
+// it at this moment: a replay sends the same, and what changes later comes as its own event.
+func (a *App) streamPost(ctx context.Context, readers []string, src string, entry timeline.Entry) error {
+	present, err := a.presentUsers(ctx, readers)
+	if err != nil {
+		return err
 	}
-	var ref feedPostRef
-	if err := json.Unmarshal(ev.Data, &ref); err != nil {
-		return nil, false, rookery.E("app.RenderStream", rookery.Internal, err)
+	for _, reader := range present {
+		r := &feedRead{a: a, reader: reader}
+		posts, err := r.show(ctx, []timeline.Entry{entry})
+		if err != nil {
+			return err
+		}
+		if len(posts) == 0 {
+			continue
+		}
+		b, err := json.Marshal(FeedPost{Post: posts[0], Position: a.feedCursor(reader, entry)})
+		if err != nil {
+			return err
+		}
+		if err := a.appendOne(ctx, reader, src, StreamFeedPost, b); err != nil {
+			return err
+		}
 	}
-	entry := timeline.Entry{PostID: ref.PostID, AuthorID: ref.AuthorID, At: time.UnixMilli(ref.At).UTC()}
-	r := &feedRead{a: a, reader: reader}
-	posts, err := r.show(ctx, []timeline.Entry{entry})
-	if err != nil || len(posts) == 0 {
-		return nil, false, err
-	}
-	b, err := json.Marshal(FeedPost{Post: posts[0], Position: a.feedCursor(reader, entry)})
-	return b, err == nil, err
+	return nil
 }
 
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
@@ -329,10 +331,13 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		if ev.Type == PostCreated {
-			ref := feedPostRef{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.UnixMilli()}
-			return a.toAuthorAndFollowers(ctx, p.AuthorID, ev.ID, StreamFeedPost, ref)
+			entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
+			return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error { return a.streamPost(ctx, users, ev.ID, entry) })
 		}
-		return a.toAuthorAndFollowers(ctx, p.AuthorID, ev.ID, StreamFeedRemove, FeedRemove{PostID: p.PostID, Reason: "deleted"})
+		remove := FeedRemove{PostID: p.PostID, Reason: "deleted"}
+		return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error {
+			return a.appendStream(ctx, users, ev.ID, StreamFeedRemove, remove)
+		})
 	case FollowDeleted:
 		var p FollowPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -388,9 +393,9 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 	return nil
 }
 
-// toAuthorAndFollowers appends an event to the logs of author and their present followers.
-func (a *App) toAuthorAndFollowers(ctx context.Context, author, src, typ string, data any) error {
-	if err := a.appendStream(ctx, []string{author}, src, typ, data); err != nil {
+// toAuthorAndFollowers calls each with author, then with their followers, a page at a time.
+func (a *App) toAuthorAndFollowers(ctx context.Context, author string, each func(users []string) error) error {
+	if err := each([]string{author}); err != nil {
 		return err
 	}
 	q := followersQuery(author)
@@ -400,7 +405,7 @@ func (a *App) toAuthorAndFollowers(ctx context.Context, author, src, typ string,
 		for i, k := range edges {
 			users[i] = followerOf(k)
 		}
-		return a.appendStream(ctx, users, src, typ, data)
+		return each(users)
 	})
 }
 
@@ -417,9 +422,7 @@ func (a *App) streamRecent(ctx context.Context, reader, author, src string) erro
 	}
 	// Oldest first, so that a client inserting them one by one keeps its feed in order.
 	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		ref := feedPostRef{PostID: e.PostID, AuthorID: e.AuthorID, At: e.At.UnixMilli()}
-		if err := a.appendStream(ctx, present, src+":"+e.PostID, StreamFeedPost, ref); err != nil {
+		if err := a.streamPost(ctx, present, src+":"+entries[i].PostID, entries[i]); err != nil {
 			return err
 		}
 	}

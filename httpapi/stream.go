@@ -161,7 +161,7 @@ type sse struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	user    string
-	last    uint64 // the id of the last event sent (or skipped: not visible to the reader)
+	last    uint64 // the id of the last event sent
 }
 
 // begin sends what the stream starts with: a reset, or the events the client missed.
@@ -173,7 +173,7 @@ func (st *sse) begin(ctx context.Context, start app.StreamStart) error {
 		return st.reset(ctx)
 	}
 	for _, ev := range start.Events {
-		if err := st.send(ctx, ev); err != nil {
+		if err := st.send(ev); err != nil {
 			return err
 		}
 	}
@@ -190,7 +190,7 @@ func (st *sse) deliver(ctx context.Context, m live.Message) error {
 	case m.Seq > st.last+1:
 		return st.catchUp(ctx, m.Seq)
 	}
-	if err := st.send(ctx, app.StreamEvent{Seq: m.Seq, Type: m.Type, Data: m.Data}); err != nil {
+	if err := st.send(app.StreamEvent{Seq: m.Seq, Type: m.Type, Data: m.Data}); err != nil {
 		return err
 	}
 	return st.flush()
@@ -221,7 +221,7 @@ func (st *sse) catchUp(ctx context.Context, upTo uint64) error {
 		return st.reset(ctx)
 	}
 	for _, ev := range evs {
-		if err := st.send(ctx, ev); err != nil {
+		if err := st.send(ev); err != nil {
 			return err
 		}
 	}
@@ -242,18 +242,11 @@ func (st *sse) reset(ctx context.Context) error {
 	return st.flush()
 }
 
-// send writes ev as the reader may see it now; an event they may not see is skipped, silently.
-func (st *sse) send(ctx context.Context, ev app.StreamEvent) error {
-	data, ok, err := st.s.App.RenderStream(ctx, st.user, ev)
-	if err != nil {
-		return err
-	}
+// send writes ev.
+func (st *sse) send(ev app.StreamEvent) error {
 	st.last = ev.Seq
-	if !ok {
-		return nil
-	}
 	st.s.Metrics.StreamEvents.WithLabelValues(ev.Type).Inc()
-	return st.write("id: " + strconv.FormatUint(ev.Seq, 10) + "\nevent: " + ev.Type + "\ndata: " + string(data) + "\n\n")
+	return st.write("id: " + strconv.FormatUint(ev.Seq, 10) + "\nevent: " + ev.Type + "\ndata: " + string(ev.Data) + "\n\n")
 }
 
 // clientGone is a write to the client that failed or timed out.
