@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"time"
 
 	"github.com/rookery/rookery/table"
@@ -15,3 +16,8 @@ func FollowItemForTest(follower, followee string, at time.Time) table.Item {
 
 // UserKeyForTest is the key of user id's item.
 func UserKeyForTest(id string) table.Key { return userKey(id) }
+
+// AppendStreamForTest appends an event to user's stream log, as the consumers do.
+func (a *App) AppendStreamForTest(ctx context.Context, users []string, src, typ string, data any) error {
+	return a.appendStream(ctx, users, src, typ, data)
+}

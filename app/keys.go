@@ -50,7 +50,8 @@ import (
 //	Board post      LBPOST#<post>          POST        author_id, created_at, deleted
 //	Board like      LBPOST#<post>          LIKE#<user> at (a like the author board counted)
 //	Board tally     LBPOST#<post>          LIKES#<date> count (likes counted per day)
-//	Stream head     STREAM#<user>          HEAD        seq (the last id given out), ttl (StreamWindow after
+//	Stream head     STREAM#<user>          HEAD        seq (the last id given out), base (the first seq,
+//	                                                   which no event has), ttl (StreamWindow after
 //	                                                   the user's stream was last open: present users)
 //	Stream event    STREAM#<user>          E#<seq 20>  seq, type, data, ttl (StreamWindow)
 //	Stream dedupe   STREAM#<user>          D#<source>  ttl (an event's source appended it already)

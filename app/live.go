@@ -147,7 +147,7 @@ func (a *App) touchStream(ctx context.Context, user string) (uint64, error) {
 		return 0, err
 	}
 	seq := uint64(now.UnixMilli()) * 1000
-	err = a.table.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK, "seq": int64(seq), table.TTL: expires}, table.NotExists(table.PK))
+	err = a.table.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK, "seq": int64(seq), "base": int64(seq), table.TTL: expires}, table.NotExists(table.PK))
 	if rookery.IsKind(err, rookery.Conflict) {
 		return a.touchStream(ctx, user) // made by another stream a moment ago
 	}
@@ -164,12 +164,27 @@ func (a *App) StreamHead(ctx context.Context, user string) (uint64, error) {
 }
 
 // StreamSince returns the events of user's log after seq after, up to and including upTo (0: up to
-// the head), oldest first. ok is false if the log no longer holds event after itself (nor is it the
-// head), so that events after it may be lost: the client must refetch.
+// the head), oldest first. ok is false if the events after after are no longer all kept (after
+// is older than the log's oldest event, or not of this log at all): the client must refetch.
 func (a *App) StreamSince(ctx context.Context, user string, after, upTo uint64) (evs []StreamEvent, ok bool, err error) {
-	if upTo == 0 {
-		upTo = ^uint64(0) >> 1
+	head, err := a.table.Get(ctx, streamHeadKey(user))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, err
 	}
+	base, last := uint64(head.Int("base")), uint64(head.Int("seq"))
+	switch {
+	case after == last:
+		return nil, true, nil
+	case after < base || after > last:
+		return nil, false, nil
+	}
+	if upTo == 0 || upTo > last {
+		upTo = last
+	}
+	// The log holds after itself, or after is its base (the number it began at, which no event has):
+	// then it holds after+1. Either way the first item read says whether anything was trimmed.
 	q := streamEventsQuery(user, after, upTo)
 	q.Limit = table.MaxQueryLimit
 	first := true
@@ -178,25 +193,21 @@ func (a *App) StreamSince(ctx context.Context, user string, after, upTo uint64) 
 			seq := uint64(it.Int("seq"))
 			if first {
 				first = false
-				if seq != after {
+				if seq == after {
+					continue
+				}
+				if after != base || seq != base+1 {
 					return errStreamGap
 				}
-				ok = true
-				continue
 			}
 			evs = append(evs, StreamEvent{Seq: seq, Type: it.String("type"), Data: it.Bytes("data")})
 		}
 		return nil
 	})
-	if errors.Is(err, errStreamGap) {
-		return nil, false, nil
+	if errors.Is(err, errStreamGap) || err == nil && first {
+		return nil, false, nil // trimmed (or expired) past after
 	}
-	if err != nil || ok {
-		return evs, ok, err
-	}
-	// The log holds nothing from after on: fine only if after is the head itself.
-	head, err := a.StreamHead(ctx, user)
-	return nil, err == nil && head == after, err
+	return evs, err == nil, err
 }
 
 var errStreamGap = errors.New("the client's last event is no longer kept")

@@ -178,6 +178,11 @@ func (st *sse) begin(ctx context.Context, start app.StreamStart) error {
 		}
 	}
 	st.last = start.Head
+	// An id without data sets the client's last event id without an event (the SSE processing
+	// model): a client that goes away before its first event resumes from here, not from now.
+	if err := st.write("id: " + strconv.FormatUint(st.last, 10) + "\n\n"); err != nil {
+		return err
+	}
 	return st.flush()
 }
 

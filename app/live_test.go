@@ -1,0 +1,125 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/internal/testtable"
+	"github.com/rookery/rookery/live"
+)
+
+// The stream log: events of a present user numbered in order from the head, each source once,
+// resumable after any id still kept (or the log's beginning), a reset past the newest StreamKeep;
+// a user who never streamed gets nothing; concurrent appends keep the numbering gap-free.
+func TestStreamLog(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: time.Now()}
+	tab := testtable.FromEnv(t, app.Schema, clock)
+	hub := &live.Hub{}
+	a := app.New(app.Deps{Table: tab, Clock: clock, IDs: func() string { return "x" }, Streams: live.Local{Hub: hub}})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+
+	start, err := a.OpenStream(as("u1"), "")
+	if err != nil || start.Head == 0 || len(start.Events) != 0 || start.Reset {
+		t.Fatalf("a first stream: %+v, %v", start, err)
+	}
+	base := start.Head
+	sub := hub.Subscribe("u1", 100)
+	defer sub.Close()
+	for i := 1; i <= 5; i++ {
+		if err := a.AppendStreamForTest(ctx, []string{"u1", "never-streamed"}, fmt.Sprint("s", i), "streak", map[string]int{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.AppendStreamForTest(ctx, []string{"u1"}, "s3", "streak", map[string]int{"n": 3}); err != nil { // a redelivery
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if m := <-sub.C; m.Seq != base+uint64(i) || string(m.Data) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("published %d %s; want %d", m.Seq, m.Data, base+uint64(i))
+		}
+	}
+	if len(sub.C) != 0 {
+		t.Fatal("a redelivered source was published again")
+	}
+	if h, _ := a.StreamHead(ctx, "never-streamed"); h != 0 {
+		t.Fatalf("a user who never streamed has a log (head %d)", h)
+	}
+	since := func(after uint64) ([]app.StreamEvent, bool) {
+		t.Helper()
+		evs, ok, err := a.StreamSince(ctx, "u1", after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs, ok
+	}
+	if evs, ok := since(base); !ok || len(evs) != 5 || evs[0].Seq != base+1 || evs[4].Seq != base+5 {
+		t.Fatalf("since the beginning: %d events, ok %v", len(evs), ok)
+	}
+	if evs, ok := since(base + 2); !ok || len(evs) != 3 || evs[0].Seq != base+3 {
+		t.Fatalf("since the second: %d events, ok %v", len(evs), ok)
+	}
+	if evs, ok := since(base + 5); !ok || len(evs) != 0 {
+		t.Fatalf("since the head: %d events, ok %v", len(evs), ok)
+	}
+	for _, after := range []uint64{base - 1, base + 6, 5} {
+		if _, ok := since(after); ok {
+			t.Fatalf("since %d (not of this log): ok", after)
+		}
+	}
+	// Resuming through OpenStream: the events after the id, or a reset.
+	if s, err := a.OpenStream(as("u1"), fmt.Sprint(base+3)); err != nil || s.Reset || len(s.Events) != 2 || s.Head != base+5 {
+		t.Fatalf("resuming after %d: %+v, %v", base+3, s, err)
+	}
+	if s, err := a.OpenStream(as("u1"), "7"); err != nil || !s.Reset {
+		t.Fatalf("resuming after a forgotten id: %+v, %v", s, err)
+	}
+	if _, err := a.OpenStream(as("u1"), "x7"); !rookery.IsKind(err, rookery.Invalid) {
+		t.Fatalf("a malformed id: %v", err)
+	}
+
+	// Past StreamKeep events the oldest go: resuming from before them is a reset.
+	sub.Close()
+	var wg sync.WaitGroup
+	const writers, each = 8, (app.StreamKeep + 40) / 8
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := a.AppendStreamForTest(ctx, []string{"u1"}, fmt.Sprintf("w%d-%d", w, i), "streak", i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	head, _ := a.StreamHead(ctx, "u1")
+	if head != base+5+writers*each {
+		t.Fatalf("head %d after %d appends; want %d", head, 5+writers*each, base+5+writers*each)
+	}
+	if _, ok := since(base + 5); ok {
+		t.Fatal("resuming from an event trimmed past StreamKeep: ok")
+	}
+	evs, ok := since(head - app.StreamKeep + 1)
+	if !ok || len(evs) != app.StreamKeep-1 {
+		t.Fatalf("since the oldest kept: %d events, ok %v", len(evs), ok)
+	}
+	for i, ev := range evs {
+		if ev.Seq != head-app.StreamKeep+2+uint64(i) {
+			t.Fatalf("event %d has seq %d: the numbering has a gap", i, ev.Seq)
+		}
+	}
+
+	// A user whose stream was last open StreamWindow ago is no longer present.
+	clock.Add(app.StreamWindow + time.Minute)
+	if h, _ := a.StreamHead(ctx, "u1"); h != 0 {
+		t.Fatalf("the log outlived StreamWindow (head %d)", h)
+	}
+}
