@@ -593,4 +593,3 @@ func (w *streamWorld) recentOf(add func(u, k string), reader, author string) {
 		}
 	}
 }
-
