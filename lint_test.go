@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"cache/redis":             {""},
 	"app":                     {"", "table", "events", "timeline", "cache", "streak", "internal/keylock"},
 	"live":                    {},
+	"webhook":                 {"", "app"},
 	"live/natsbus":            {"live"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events", "live"},
 	"cmd/rookery":             {"*"},

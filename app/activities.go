@@ -40,6 +40,10 @@ type ActivityPayload struct {
 	Date       string       `json:"date"` // the local date it counted on
 	Counts     bool         `json:"counts_toward_streak"`
 	OccurredAt rookery.Time `json:"occurred_at"`
+	// StreakBefore and StreakAfter are the user's current streak before and after it (a
+	// streak.changed webhook names the milestones it passed).
+	StreakBefore int `json:"streak_before"`
+	StreakAfter  int `json:"streak_after"`
 }
 
 // DefaultActivityPoints are the activity types and their points when none are configured.
@@ -301,6 +305,7 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		// the same, so that recomputing from daily records (repair) agrees.
 		counts := streak.Counts(act.at, rec.Changes) && !rec.State.Settles(day)
 		old := rec.Version
+		before := rec.view(now).CurrentStreak
 		if counts {
 			rec.State.Add(day)
 		}
@@ -311,7 +316,8 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 
 		id := a.ids()
 		ev, err := a.event(ActivityRecorded, "activities:"+act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
-			Source: act.source, Points: points, Date: day.String(), Counts: counts, OccurredAt: rookery.Time{Time: act.at}}, now)
+			Source: act.source, Points: points, Date: day.String(), Counts: counts, OccurredAt: rookery.Time{Time: act.at},
+			StreakBefore: before, StreakAfter: rec.view(now).CurrentStreak}, now)
 		if err != nil {
 			return ActivityResult{}, rookery.E(op, rookery.Internal, err)
 		}

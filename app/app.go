@@ -49,6 +49,11 @@ type Deps struct {
 	Logger *slog.Logger
 	// OnRebuild is told the outcome of each timeline rebuild (RebuildComplete, ...); nil: nothing.
 	OnRebuild func(outcome string)
+	// WebhookPolicy says which endpoint URLs may be registered.
+	WebhookPolicy WebhookPolicy
+	// OnWebhookQueued, if set, is told of every delivery queued, so that a dispatcher in this
+	// process can start on it at once instead of at its next poll.
+	OnWebhookQueued func(endpoint string)
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -66,7 +71,7 @@ type App struct {
 	timelines          timeline.Store
 	celebrityThreshold int
 	timelineCap        int
-	celebs             celebrityCache
+	celebs             snapshot[[]string]
 	recent             recentPosts
 
 	eng         Engagement
@@ -79,6 +84,10 @@ type App struct {
 
 	otherGroups []string
 	streams     StreamPublisher
+
+	webhookPolicy WebhookPolicy
+	endpoints     snapshot[[]Webhook]
+	onQueued      func(endpoint string)
 }
 
 // New returns the App over d.
@@ -99,7 +108,7 @@ func New(d Deps) *App {
 		d.CursorKey = make([]byte, 32)
 		_, _ = rand.Read(d.CursorKey)
 	}
-	return &App{streams: d.Streams, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	return &App{streams: d.Streams, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -179,6 +188,7 @@ func (a *App) Consumers() []events.Consumer {
 		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
+		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
 	}
 	if a.streams != nil {
 		cs = append(cs, events.Consumer{Group: LiveGroup, Handle: a.ApplyLive, Concurrency: 8})

@@ -385,34 +385,20 @@ func (r *feedRead) loadCelebrities(ctx context.Context) error {
 }
 
 // celebrityCache is an API process's copy of the celebrity registry.
-type celebrityCache struct {
-	mu      sync.Mutex
-	authors []string
-	at      time.Time
-}
-
 // celebrities returns the registry: every author one of whose posts fan-out skipped. An author
 // stays in it, so that their posts from then on are merged at read time even if they fall below
 // the threshold again.
 func (a *App) celebrities(ctx context.Context) ([]string, error) {
-	c := &a.celebs
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && a.clock.Now().Sub(c.at) < celebritiesTTL {
-		return c.authors, nil
-	}
-	var authors []string
-	err := table.EachPage(ctx, a.table, table.Query{PK: celebritiesPK, Limit: table.MaxQueryLimit}, func(items []table.Item) error {
-		for _, it := range items {
-			authors = append(authors, it.String(table.SK))
-		}
-		return nil
+	return a.celebs.get(a.clock.Now(), celebritiesTTL, func() ([]string, error) {
+		var authors []string
+		err := table.EachPage(ctx, a.table, table.Query{PK: celebritiesPK, Limit: table.MaxQueryLimit}, func(items []table.Item) error {
+			for _, it := range items {
+				authors = append(authors, it.String(table.SK))
+			}
+			return nil
+		})
+		return authors, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	c.authors, c.at = authors, a.clock.Now()
-	return authors, nil
 }
 
 // registerCelebrity records that fan-out skipped a post of author.

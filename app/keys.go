@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ import (
 //	Stream event    STREAM#<user>          E#<seq 20>  seq, type, data, ttl (StreamWindow)
 //	Stream dedupe   STREAM#<user>          D#<source>  ttl (an event's source appended it already)
 //	Stream ticket   TICKET#<id>            -           user_id, expires (of the token), ttl (a minute)
+//	Webhook endpoint WEBHOOKS              <id>        id, url, events, description, enabled, secret,
+//	                                                   prev_secret, prev_until, created_at
+//	Webhook delivery WHQ#<endpoint>        <due 13>#<msg> msg_id, type, body, attempts, queued_at, lease,
+//	                                                   last_error (the endpoint's queue, due first)
+//	Webhook marker  WHMSG#<endpoint>       <msg id>    ttl (7 days: the message was queued)
 //	Timeline marker FEED#<user>            ~           ttl (timeline/tablestore owns the FEED keys)
 //	Timeline entry  FEED#<user>            <ts>#<post> post_id, author_id, at, ttl;
 //	                                                   GSI4 POST#<post> / FEED#<user>
@@ -84,6 +90,8 @@ import (
 //	                                    posts, authors and edges (app/feed.go)
 //	is U present (has a stream log)     BatchGet(STREAM#<u>, HEAD), per page of followers
 //	U's stream events after n           Query STREAM#<u>, SK between E#<n> and E#<head>, ascending
+//	webhook endpoints                   Query WEBHOOKS (cached 1 s by the webhooks consumer)
+//	an endpoint's due deliveries        Query WHQ#<endpoint>, SK <= <now 13>~, ascending
 //	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
 //	streak of a user (every app open)   the write-through cache, else Get(STREAK#<user>, META)
 //	is this activity a duplicate        the conditional put of ACTKEY#<user>#<key hash> (NotExists)
@@ -329,3 +337,26 @@ func streamEventsQuery(user string, from, to uint64) table.Query {
 	return table.Query{PK: streamPK(user), SK: table.SKCond{Op: table.SKBetween, Value: streamEventSK(from), Value2: streamEventSK(to)}}
 }
 func ticketKey(id string) table.Key { return table.Key{PK: "TICKET#" + id, SK: skMeta} }
+
+const webhooksPK = "WEBHOOKS"
+
+func webhookKey(id string) table.Key          { return table.Key{PK: webhooksPK, SK: id} }
+func webhooksQuery() table.Query              { return table.Query{PK: webhooksPK} }
+func webhookQueuePK(ep string) string         { return "WHQ#" + ep }
+func webhookQueueQuery(ep string) table.Query { return table.Query{PK: webhookQueuePK(ep)} }
+func webhookQueueKey(ep string, due time.Time, msgID string) table.Key {
+	return table.Key{PK: webhookQueuePK(ep), SK: tsKey(due) + "#" + msgID}
+}
+
+// webhookDueQuery reads ep's deliveries due by now, the earliest due first.
+func webhookDueQuery(ep string, now time.Time) table.Query {
+	return table.Query{PK: webhookQueuePK(ep), SK: table.SKCond{Op: table.SKLe, Value: tsKey(now) + "#~"}}
+}
+func dueOfQueueKey(k table.Key) (time.Time, bool) {
+	ms, _, ok := strings.Cut(k.SK, "#")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n), ok && err == nil
+}
+func webhookMarkerKey(ep, msgID string) table.Key {
+	return table.Key{PK: "WHMSG#" + ep, SK: msgID}
+}

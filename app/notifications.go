@@ -21,6 +21,16 @@ type Notification struct {
 	Read      bool           `json:"read"`
 }
 
+// NotificationCreated is the event of a notification created (for the webhooks), written in the
+// transaction that creates it.
+const NotificationCreated = "NotificationCreated"
+
+// NotificationPayload is the payload of NotificationCreated, version 1.
+type NotificationPayload struct {
+	Recipient string `json:"user_id"`
+	ID        string `json:"notification_id"`
+}
+
 // NotificationsGroup is the consumer group that creates notifications.
 const NotificationsGroup = "notifications"
 
@@ -112,6 +122,7 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 }
 
 func (a *App) createNotices(ctx context.Context, all [][]table.Write, n int) error {
+	defer a.outbox.Notify()
 	if len(all) > 1 && n <= table.MaxTransact {
 		err := a.table.TransactWrite(ctx, slices.Concat(all...))
 		if !rookery.IsKind(err, rookery.Conflict) {
@@ -182,7 +193,15 @@ func (a *App) noticeWrites(ctx context.Context, eventID string, i int, n notice)
 	if n.comment != "" {
 		item["comment_id"] = n.comment
 	}
-	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
+	ev, err := a.event(NotificationCreated, "notification:"+n.recipient, NotificationPayload{Recipient: n.recipient, ID: id}, a.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	ow, err := a.outbox.Write(ev)
+	if err != nil {
+		return nil, err
+	}
+	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK)), ow}
 	if n.ref != "" {
 		r := notifRefKey(n.recipient, n.ref)
 		writes = append(writes, table.PutWrite(table.Item{table.PK: r.PK, table.SK: r.SK, "sk": k.SK}))

@@ -68,6 +68,17 @@ func validID(op rookery.Op, id string) error {
 	return nil
 }
 
+// Events of users (for the webhooks).
+const (
+	UserCreated = "UserCreated"
+	UserUpdated = "UserUpdated"
+)
+
+// UserPayload is the payload of UserCreated and UserUpdated, version 1.
+type UserPayload struct {
+	UserID string `json:"user_id"`
+}
+
 // PutUser creates user id (created is true) or replaces its profile. Only the user or a server
 // token may. A username held by another user is Conflict; it is claimed with a conditional write,
 // so two users racing for one name cannot both get it, and a changed username frees the old one in
@@ -135,7 +146,15 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 			}
 			zoned, writes = &rec, append(writes, w)
 		}
-		err = a.table.TransactWrite(ctx, writes)
+		typ := UserCreated
+		if cur != nil {
+			typ = UserUpdated
+		}
+		ev, err := a.event(typ, "user:"+id, UserPayload{UserID: id}, now)
+		if err != nil {
+			return u, false, rookery.E(op, rookery.Internal, err)
+		}
+		err = a.writeWithEvent(ctx, writes, ev)
 		var ce *table.ConditionError
 		switch {
 		case err == nil:

@@ -38,6 +38,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 
+	wh := f.do("POST", "/v1/webhooks", server, `{"url":"https://hooks.example.com/h","events":["post.created"]}`).body["id"].(string)
+
 	type cell = map[string]int // caller -> status; "none" is no token
 	rows := []struct {
 		route, method, path, body string
@@ -104,6 +106,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET /v1/admin/dlq/{group}/{id}", "GET", "/v1/admin/dlq/fanout/dl1", "", cell{"owner": 403, "follower": 403, "server": 200, "none": 401}},
 		{"POST /v1/admin/dlq/{group}/{id}/replay", "POST", "/v1/admin/dlq/fanout/dl1/replay", "", cell{"owner": 403, "other": 403, "none": 401, "server": 204}},
 		{"DELETE /v1/admin/dlq/{group}/{id}", "DELETE", "/v1/admin/dlq/fanout/dl2", "", cell{"owner": 403, "other": 403, "none": 401, "server": 204}},
+		// Webhook endpoints: the server only.
+		{"POST /v1/webhooks", "POST", "/v1/webhooks", `{"url":"https://hooks.example.com/2","events":["like.created"]}`, cell{"owner": 403, "other": 403, "server": 201, "none": 401}},
+		{"GET /v1/webhooks", "GET", "/v1/webhooks", "", cell{"owner": 403, "follower": 403, "server": 200, "none": 401}},
+		{"GET /v1/webhooks/{id}", "GET", "/v1/webhooks/" + wh, "", cell{"owner": 403, "other": 403, "server": 200, "none": 401}},
+		{"PATCH /v1/webhooks/{id}", "PATCH", "/v1/webhooks/" + wh, `{"enabled":false}`, cell{"owner": 403, "blocked": 403, "server": 200, "none": 401}},
+		{"POST /v1/webhooks/{id}/rotate", "POST", "/v1/webhooks/" + wh + "/rotate", "", cell{"owner": 403, "server": 200, "none": 401}},
+		{"POST /v1/webhooks/{id}/test", "POST", "/v1/webhooks/" + wh + "/test", "", cell{"other": 403, "server": 202, "none": 401}},
+		{"DELETE /v1/webhooks/{id}", "DELETE", "/v1/webhooks/" + wh, "", cell{"owner": 403, "other": 403, "none": 401, "server": 204}},
 		// Deleting a post: its author or the server (last, as it removes the post).
 		{"DELETE /v1/posts/{id}", "DELETE", "/v1/posts/" + priv, "", cell{"other": 404, "follower": 403, "blocked": 404, "none": 401}},
 		{"DELETE /v1/posts/{id}", "DELETE", "/v1/posts/" + priv, "", cell{"owner": 204}},

@@ -21,6 +21,7 @@ import (
 	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/live"
+	"github.com/rookery/rookery/webhook"
 
 	"github.com/oklog/ulid/v2"
 	goredis "github.com/redis/go-redis/v9"
@@ -72,6 +73,8 @@ type fixtureConfig struct {
 	timelineCap        int    // 0: the default
 	engagement         app.Engagement
 	heartbeat          time.Duration // of streams; 0: 200 ms
+	strictWebhooks     bool          // webhooks as by default: https to public addresses only (else the tests' receivers on loopback)
+	refusePrivateDial  bool          // the dispatcher refuses to connect to loopback, as by default
 	streamBuffer       int           // 0: the default
 }
 
@@ -150,6 +153,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	observed := table.Observed(store, m.ObserveStore)
 	tl, lose := openTimelines(t, cfg, store)
 	hub := &live.Hub{}
+	var dispatcher *webhook.Dispatcher
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
 	if onPebble {
 		db.SetStager(evlog)
@@ -160,7 +164,18 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		CelebrityThreshold: cfg.celebrityThreshold, TimelineCap: cfg.timelineCap, Engagement: cfg.engagement,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRebuild: m.ObserveRebuild,
 		OtherGroups: []string{"audit"}, // a group outside the App, as the analytics export's is
-		Streams:     live.Local{Hub: hub}})
+		Streams:     live.Local{Hub: hub},
+		// The receivers of the tests listen on loopback, over plain http.
+		WebhookPolicy:   app.WebhookPolicy{AllowHTTP: !cfg.strictWebhooks, AllowPrivate: !cfg.strictWebhooks},
+		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) }})
+	dispatcher = webhook.New(webhook.Options{Queue: application, Concurrency: 4, Timeout: 500 * time.Millisecond,
+		Retries: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, Poll: 20 * time.Millisecond,
+		AllowPrivate: !cfg.strictWebhooks && !cfg.refusePrivateDial, Observe: m.ObserveWebhook, Backlog: m.SetWebhookBacklog,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	dctx, stopDispatcher := context.WithCancel(context.Background())
+	dispatched := make(chan struct{})
+	go func() { dispatcher.Run(dctx); close(dispatched) }()
+	t.Cleanup(func() { stopDispatcher(); <-dispatched })
 	// The pipeline runs as in production: the relay and the application's consumers.
 	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
 	h := httpapi.NewServer(httpapi.Deps{

@@ -57,6 +57,15 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/leaderboards/streaks", s.authed(s.streakBoard))
 	s.mux.Handle("GET /v1/leaderboards/authors", s.authed(s.authorBoard))
 
+	// Webhook endpoints, server-scope tokens only.
+	s.mux.Handle("POST /v1/webhooks", s.authed(s.createWebhook))
+	s.mux.Handle("GET /v1/webhooks", s.authed(s.listWebhooks))
+	s.mux.Handle("GET /v1/webhooks/{id}", s.authed(s.getWebhook))
+	s.mux.Handle("PATCH /v1/webhooks/{id}", s.authed(s.updateWebhook))
+	s.mux.Handle("DELETE /v1/webhooks/{id}", s.authed(s.deleteWebhook))
+	s.mux.Handle("POST /v1/webhooks/{id}/rotate", s.authed(s.rotateWebhook))
+	s.mux.Handle("POST /v1/webhooks/{id}/test", s.authed(s.testWebhook))
+
 	// Operations of the event pipeline, server-scope tokens only.
 	s.mux.Handle("GET /v1/admin/dlq/{group}", s.authed(s.listDeadLetters))
 	s.mux.Handle("GET /v1/admin/dlq/{group}/{id}", s.authed(s.getDeadLetter))

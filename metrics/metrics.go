@@ -36,12 +36,29 @@ type Metrics struct {
 	StreamEvents  *prometheus.CounterVec // type
 	StreamDrops   *prometheus.CounterVec // reason: behind (its buffer filled), stalled (a write failed)
 	StreamResumes *prometheus.CounterVec // outcome: new, resumed (Last-Event-ID), reset
+
+	WebhookDeliveries *prometheus.CounterVec   // endpoint, outcome: delivered, retried, dead
+	WebhookLatency    *prometheus.HistogramVec // endpoint
+	WebhookBacklog    *prometheus.GaugeVec     // endpoint
 }
 
 // New returns Metrics registered on a fresh registry, with Go runtime and process collectors.
 func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
+		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rookery_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by endpoint and outcome: delivered, retried (it failed and waits for its next attempt) or dead (dead-lettered).",
+		}, []string{"endpoint", "outcome"}),
+		WebhookLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rookery_webhook_delivery_seconds",
+			Help:    "Webhook delivery attempt latency (the endpoint's answer) by endpoint.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint"}),
+		WebhookBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rookery_webhook_backlog",
+			Help: "Webhook deliveries due for an endpoint and not yet taken, as this process last saw (up to its free slots).",
+		}, []string{"endpoint"}),
 		StreamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rookery_streams_open",
 			Help: "Streams (GET /v1/stream) open on this process.",
@@ -114,6 +131,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
 		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
 		m.StreamsOpen, m.StreamEvents, m.StreamDrops, m.StreamResumes,
+		m.WebhookDeliveries, m.WebhookLatency, m.WebhookBacklog,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -170,4 +188,15 @@ func (m *Metrics) SetLag(group string, events int64, oldest time.Time, now time.
 		age = now.Sub(oldest).Seconds()
 	}
 	m.ConsumerLagSeconds.WithLabelValues(group).Set(age)
+}
+
+// ObserveWebhook records one webhook delivery attempt.
+func (m *Metrics) ObserveWebhook(endpoint, outcome string, took time.Duration) {
+	m.WebhookDeliveries.WithLabelValues(endpoint, outcome).Inc()
+	m.WebhookLatency.WithLabelValues(endpoint).Observe(took.Seconds())
+}
+
+// SetWebhookBacklog records an endpoint's due deliveries.
+func (m *Metrics) SetWebhookBacklog(endpoint string, due int) {
+	m.WebhookBacklog.WithLabelValues(endpoint).Set(float64(due))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/metrics"
+	"github.com/rookery/rookery/webhook"
 )
 
 type serveConfig struct {
@@ -26,6 +27,7 @@ type serveConfig struct {
 	timelines       timelinesConfig
 	engagement      engagementConfig
 	streams         streamsConfig
+	webhooks        webhooksConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -57,6 +59,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	sc.timelines.addFlags(cmd.Flags())
 	sc.engagement.addFlags(cmd.Flags())
 	sc.streams.addFlags(cmd.Flags())
+	sc.webhooks.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -126,10 +129,16 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	var dispatcher *webhook.Dispatcher // made below, with the App whose queues it delivers
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
 		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
 		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey, Streams: streams,
-		OtherGroups: []string{ExportGroup}})
+		OtherGroups: []string{ExportGroup}, WebhookPolicy: sc.webhooks.policy(),
+		OnWebhookQueued: func(endpoint string) {
+			if dispatcher != nil {
+				dispatcher.Wake(endpoint)
+			}
+		}})
 	consumers := application.Consumers()
 	if sc.role != "api" {
 		exporter, cs, err := sc.engagement.exporter(cfg.dataDir, log)
@@ -151,6 +160,10 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	var components []component
 	if sc.role != "api" {
 		components = pipeline(outbox, evlog, consumers, m, log)
+		if dispatcher, err = sc.webhooks.dispatcher(application, m, log); err != nil {
+			return err
+		}
+		components = append(components, untilStopped("webhook dispatcher", log, dispatcher.Run))
 	}
 	srv := &http.Server{
 		Handler:           httpapi.NewServer(deps),
