@@ -27,8 +27,13 @@ const NotificationCreated = "NotificationCreated"
 
 // NotificationPayload is the payload of NotificationCreated, version 1.
 type NotificationPayload struct {
-	Recipient string `json:"user_id"`
-	ID        string `json:"notification_id"`
+	Recipient string       `json:"user_id"`
+	ID        string       `json:"notification_id"`
+	Type      string       `json:"type"`
+	Actor     string       `json:"actor_id"`
+	Post      string       `json:"post_id,omitempty"`
+	Comment   string       `json:"comment_id,omitempty"`
+	At        rookery.Time `json:"created_at"`
 }
 
 // NotificationsGroup is the consumer group that creates notifications.
@@ -193,7 +198,8 @@ func (a *App) noticeWrites(ctx context.Context, eventID string, i int, n notice)
 	if n.comment != "" {
 		item["comment_id"] = n.comment
 	}
-	ev, err := a.event(NotificationCreated, "notification:"+n.recipient, NotificationPayload{Recipient: n.recipient, ID: id}, a.clock.Now())
+	ev, err := a.event(NotificationCreated, "notification:"+n.recipient, NotificationPayload{Recipient: n.recipient, ID: id,
+		Type: n.typ, Actor: n.actor, Post: n.post, Comment: n.comment, At: rookery.Time{Time: time.UnixMilli(n.at.UnixMilli()).UTC()}}, a.clock.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -464,16 +464,19 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
-		it, err := a.table.Get(ctx, postKey(p.PostID))
-		if rookery.IsKind(err, rookery.NotFound) {
-			return "", nil, nil // deleted since: its post.deleted follows
-		} else if err != nil {
-			return "", nil, err
-		}
-		var author rookery.Author
+		author := rookery.Author{ID: p.AuthorID}
 		if u, err := a.table.Get(ctx, userKey(p.AuthorID)); err == nil {
 			author = authorOf(u)
 		} else if !rookery.IsKind(err, rookery.NotFound) {
+			return "", nil, err
+		}
+		it, err := a.table.Get(ctx, postKey(p.PostID))
+		if rookery.IsKind(err, rookery.NotFound) {
+			// Deleted since (its post.deleted follows): what the event says of it.
+			post := rookery.Post{ID: p.PostID, Author: author, Visibility: p.Visibility, CreatedAt: p.CreatedAt,
+				Tags: []string{}, Mentions: []string{}, Media: []rookery.Media{}}
+			return "post.created", map[string]any{"post": post, "deleted": true}, nil
+		} else if err != nil {
 			return "", nil, err
 		}
 		return "post.created", map[string]any{"post": postFromItem(it, author)}, nil
@@ -510,19 +513,19 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
-		it, err := a.table.Get(ctx, notifKey(p.Recipient, p.ID))
-		if rookery.IsKind(err, rookery.NotFound) {
-			return "", nil, nil // undone since (an unliked like)
-		} else if err != nil {
-			return "", nil, err
-		}
-		var actor rookery.Author
-		if u, err := a.table.Get(ctx, userKey(it.String("actor_id"))); err == nil {
-			actor = authorOf(u)
+		n := Notification{ID: p.ID, Type: p.Type, Actor: rookery.Author{ID: p.Actor}, CreatedAt: p.At}
+		if u, err := a.table.Get(ctx, userKey(p.Actor)); err == nil {
+			n.Actor = authorOf(u)
 		} else if !rookery.IsKind(err, rookery.NotFound) {
 			return "", nil, err
 		}
-		return "notification.created", map[string]any{"user_id": p.Recipient, "notification": notificationOf(it, actor)}, nil
+		if p.Post != "" {
+			n.PostID = &p.Post
+		}
+		if p.Comment != "" {
+			n.CommentID = &p.Comment
+		}
+		return "notification.created", map[string]any{"user_id": p.Recipient, "notification": n}, nil
 	case ActivityRecorded:
 		var p ActivityPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {

@@ -278,8 +278,9 @@ type deployment struct {
 	workers []*node
 }
 
-// startDeployment migrates a new table and starts apis API processes and workers worker processes.
-func startDeployment(t *testing.T, bin, dir string, s *services, tag string, apis, workers int) *deployment {
+// startDeployment migrates a new table and starts apis API processes and workers worker processes,
+// with the environment extra besides the deployment's own.
+func startDeployment(t *testing.T, bin, dir string, s *services, tag string, apis, workers int, extra ...string) *deployment {
 	t.Helper()
 	d := &deployment{bin: bin, env: []string{
 		"ROOKERY_STORE=dynamo", "ROOKERY_DYNAMO_ENDPOINT=" + s.dynamoEP, "ROOKERY_DYNAMO_TABLE=" + tag,
@@ -290,6 +291,7 @@ func startDeployment(t *testing.T, bin, dir string, s *services, tag string, api
 		"ROOKERY_TIMELINES=redis", "ROOKERY_CACHE=redis", "ROOKERY_REDIS_ADDR=" + s.redisAdr, "ROOKERY_REDIS_PREFIX=" + tag,
 		"ROOKERY_LOG_LEVEL=warn",
 	}}
+	d.env = append(d.env, extra...)
 	migrate := exec.Command(bin, "migrate")
 	migrate.Env = append(os.Environ(), d.env...)
 	if out, err := migrate.CombinedOutput(); err != nil {

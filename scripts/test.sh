@@ -134,8 +134,8 @@ if [ $# -eq 0 ]; then
 
 	# The fault test of the scaled-out deployment: the saved failing seeds and ROOKERY_FAULT_SEEDS
 	# new ones (default 1); `make soak` runs it for longer.
-	echo "== go test ./faults (the scale-out deployment under faults, and live streams end to end; seeds are printed)"
-	go test -count=1 -timeout 30m -v -run 'TestFaults|TestStreams' ./faults
+	echo "== go test ./faults (the scale-out deployment under faults; live streams and webhooks end to end; seeds are printed)"
+	go test -count=1 -timeout 30m -v -run 'TestFaults|TestStreams|TestWebhooks' ./faults
 
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -52,9 +53,9 @@ type Options struct {
 	// AllowPrivate lets deliveries connect to non-public addresses (development and tests); by
 	// default an endpoint whose name resolves to one is refused when connecting.
 	AllowPrivate bool
-	// BreakAfter consecutive failures of an endpoint open its circuit breaker: its deliveries wait
-	// in its queue for a cooldown (from 10 s, doubling to 5 min) instead of being tried; then one
-	// is tried. 0 means 5.
+	// BreakAfter consecutive failures of an endpoint open its circuit breaker: for a cooldown (from
+	// the first retry delay, doubling to 5 min or half the longest delay) its deliveries fail as
+	// they fall due without a request, each on its own retry schedule; then one is tried. 0 means 5.
 	BreakAfter int
 }
 
@@ -83,6 +84,7 @@ type endpointState struct {
 	failures  int // consecutive
 	openUntil time.Time
 	cooldown  time.Duration
+	last      string // the last failure, which an open breaker gives as the reason of its own
 }
 
 // New returns a Dispatcher.
@@ -219,9 +221,11 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 		d.state[ep.ID] = st
 	}
 	free := d.o.Concurrency - st.inFlight
-	if now.Before(st.openUntil) {
-		free = 0
-	} else if st.failures >= d.o.BreakAfter {
+	// An open breaker fails what falls due without a request: each delivery still goes through
+	// its retries on its own schedule, to the dead letters if the endpoint stays down.
+	open := now.Before(st.openUntil)
+	reason := "the endpoint's circuit breaker is open after " + strconv.Itoa(st.failures) + " failures in a row; the last: " + st.last
+	if !open && st.failures >= d.o.BreakAfter {
 		free = min(free, 1-st.inFlight) // half-open: one trial at a time
 	}
 	d.mu.Unlock()
@@ -238,7 +242,7 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 	d.o.Backlog(ep.ID, len(due))
 	for i := range due {
 		del := due[i]
-		ok, err := d.o.Queue.ClaimDelivery(ctx, &del, now.Add(d.o.Timeout+30*time.Second))
+		ok, err := d.o.Queue.ClaimDelivery(ctx, &del, now.Add(2*d.o.Timeout+5*time.Second)) // past the attempt and its settling
 		if err != nil || !ok {
 			continue // another dispatcher has it, or the table did not answer: the next poll sees
 		}
@@ -248,16 +252,29 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			if open {
+				d.settle(ctx, ep, del, 0, reason, false, 0)
+				d.mu.Lock()
+				st.inFlight--
+				d.mu.Unlock()
+				return
+			}
 			d.deliver(ctx, ep, del)
 		}()
 	}
 }
 
-// deliver makes one attempt at del and settles it: done, retried later, or dead-lettered.
+// deliver makes one attempt at del and settles it.
 func (d *Dispatcher) deliver(ctx context.Context, ep app.WebhookEndpoint, del app.QueuedDelivery) {
 	start := time.Now()
 	retryAfter, failure, permanent := d.post(ctx, ep, del)
-	took := time.Since(start)
+	d.settle(ctx, ep, del, retryAfter, failure, permanent, time.Since(start))
+	d.breaker(ep.ID, failure == "" || permanent, failure)
+	d.Wake("") // the endpoint has a free slot: look at its queue now
+}
+
+// settle records the outcome of an attempt at del: done, retried later, or dead-lettered.
+func (d *Dispatcher) settle(ctx context.Context, ep app.WebhookEndpoint, del app.QueuedDelivery, retryAfter time.Duration, failure string, permanent bool, took time.Duration) {
 	// Settling outlives a shutdown that began during the attempt, so that a delivery made is not
 	// made again.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -286,12 +303,10 @@ func (d *Dispatcher) deliver(ctx context.Context, ep app.WebhookEndpoint, del ap
 		d.o.Logger.Info("webhook delivery failed", "endpoint", ep.ID, "msg", del.MessageID, "attempt", del.Attempts+1, "outcome", outcome, "why", failure)
 	}
 	d.o.Observe(ep.ID, outcome, took)
-	d.settle(ep.ID, failure == "" || permanent)
-	d.Wake("") // the endpoint has a free slot: look at its queue now
 }
 
-// settle updates the endpoint's breaker after an attempt (ok: it answered, whatever it said).
-func (d *Dispatcher) settle(endpoint string, ok bool) {
+// breaker updates the endpoint's breaker after an attempt (ok: it answered, whatever it said).
+func (d *Dispatcher) breaker(endpoint string, ok bool, failure string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.state[endpoint]
@@ -301,11 +316,19 @@ func (d *Dispatcher) settle(endpoint string, ok bool) {
 		return
 	}
 	st.failures++
+	st.last = failure
 	if st.failures >= d.o.BreakAfter {
-		st.cooldown = min(max(2*st.cooldown, 10*time.Second), 5*time.Minute)
+		st.cooldown = min(max(2*st.cooldown, d.o.Retries[0]), d.maxCooldown())
 		st.openUntil = d.o.Clock.Now().Add(st.cooldown)
 		d.o.Logger.Warn("webhook endpoint keeps failing: its circuit breaker is open", "endpoint", endpoint, "failures", st.failures, "cooldown", st.cooldown)
 	}
+}
+
+// maxCooldown bounds an open breaker's cooldown: 5 minutes, or less for a short retry schedule,
+// so that a delivery's later retries come after a trial request (an endpoint that answers again is
+// found before they are spent).
+func (d *Dispatcher) maxCooldown() time.Duration {
+	return min(5*time.Minute, slices.Max(d.o.Retries)/2)
 }
 
 // post sends del to ep once. It returns "" if the endpoint took it (2xx); otherwise why not, and
