@@ -90,6 +90,8 @@ type Config struct {
 	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms.
 	LagSample float64
 	Progress  io.Writer // the run's progress (a bar on a terminal, a line every few seconds elsewhere); nil for none
+	// OnPost, if set, is told each post's id and when its 201 came (Streams.Posted).
+	OnPost func(id string, at time.Time)
 }
 
 // OpResult is one operation's figures; latencies in milliseconds.
@@ -177,6 +179,9 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 		go func() {
 			defer wg.Done()
 			rep := t.Do(ctx, req)
+			if req.Op == OpPost && rep.Status < 300 && rep.PostID != "" && cfg.OnPost != nil {
+				cfg.OnPost(rep.PostID, time.Now())
+			}
 			rec.record(req.Op, time.Since(intended), rep.Status)
 			w.done(req, rep)
 			if req.Op == OpPost && rep.Status < 300 && rep.PostID != "" && w.sampleLag() {

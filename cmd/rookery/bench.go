@@ -27,6 +27,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		duration, bound, warmup, drainFor  time.Duration
 		steps, conns, feedLimit            int
 		seed                               uint64
+		streams                            int
+		webhooks                           bool
+		webhookSlow                        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --graph FILE",
@@ -92,6 +95,21 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				return fmt.Errorf("--target must be rookery, postgres or redis-list, not %q", target)
 			}
 			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr}
+			var live *liveLoad
+			if streams > 0 || webhooks {
+				if target != "rookery" {
+					return errors.New("--streams and --webhooks load a Rookery server (--target rookery)")
+				}
+				c, err := newAPIClient(cfg, server, conns)
+				if err != nil {
+					return err
+				}
+				if live, err = startLive(cmd.Context(), c, g, prefix, seed, streams, webhooks, webhookSlow, stderr); err != nil {
+					return err
+				}
+				defer live.close()
+				bc.OnPost = live.posted
+			}
 			var results []bench.Result
 			if warmup > 0 {
 				fmt.Fprintf(stderr, "bench: warming up for %v (not measured)\n", warmup)
@@ -105,7 +123,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps)
 			} else {
 				var r bench.Result
+				live.reset()
 				r, err = bench.Run(cmd.Context(), t, bc)
+				live.collect(cmd.Context(), &r, stderr)
 				results = append(results, r)
 			}
 			for i, r := range results {
@@ -158,6 +178,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
+	f.IntVar(&streams, "streams", 0, "hold this many users' streams (GET /v1/stream) open during the run, and measure each feed.post event's lag from its post's 201 (stream_lag); also reports the server's memory per idle stream")
+	f.BoolVar(&webhooks, "webhooks", false, "run a webhook receiver, register it for every event type, and measure deliveries per second and their lag from the event (webhook_lag); the server needs --webhooks-allow-http --webhooks-allow-private")
+	f.DurationVar(&webhookSlow, "webhook-slow", 0, "with --webhooks, register a second endpoint that answers after this long (its lag is webhook_slow_lag)")
 	cfg.addClientFlags(f)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",
