@@ -188,7 +188,7 @@ func (st *sse) begin(ctx context.Context, start app.StreamStart) error {
 
 // deliver sends m if it is the next event; a later one means the bus lost some: they are read
 // from the log first.
-func (st *sse) deliver(ctx context.Context, m live.Message) error {
+func (st *sse) deliver(ctx context.Context, m *live.Message) error {
 	switch {
 	case m.Seq <= st.last:
 		return nil // sent already (read from the log)

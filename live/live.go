@@ -21,12 +21,12 @@ type Message struct {
 // falling behind (its buffer was full): its messages stop, and it should end so that its client
 // resumes from the last event it got.
 type Subscription struct {
-	C       <-chan Message
+	C       <-chan *Message // shared by every stream of the user: read only
 	Dropped <-chan struct{}
 
 	hub     *Hub
 	user    string
-	ch      chan Message
+	ch      chan *Message
 	dropped chan struct{}
 	once    sync.Once
 }
@@ -50,7 +50,7 @@ type Hub struct {
 // Subscribe opens a subscription to user's messages, which may fall buffer messages behind before
 // it is dropped.
 func (h *Hub) Subscribe(user string, buffer int) *Subscription {
-	ch, dropped := make(chan Message, buffer), make(chan struct{})
+	ch, dropped := make(chan *Message, buffer), make(chan struct{})
 	s := &Subscription{C: ch, Dropped: dropped, hub: h, user: user, ch: ch, dropped: dropped}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -92,7 +92,7 @@ func (h *Hub) Deliver(user string, m Message) {
 	var drop []*Subscription
 	for s := range h.subs[user] {
 		select {
-		case s.ch <- m:
+		case s.ch <- &m:
 		default:
 			drop = append(drop, s)
 		}
