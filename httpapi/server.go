@@ -7,6 +7,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/auth"
@@ -41,4 +43,8 @@ func NewServer(d Deps) http.Handler {
 type server struct {
 	Deps
 	mux *http.ServeMux
+
+	pulseOnce sync.Once // the streams' heartbeat pulse starts with the first stream
+	beats     *pulse
+	streamSeq atomic.Int64 // spreads the streams over the pulse's slots
 }

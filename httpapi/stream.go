@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -21,11 +24,14 @@ type StreamOptions struct {
 	// Heartbeat is how often an idle stream gets a comment line, which keeps proxies from closing
 	// it, and checks its log for an event the bus lost; 0 means 15 s.
 	Heartbeat time.Duration
-	// Buffer is how many events a stream may fall behind before it is dropped; 0 means 256.
+	// Buffer is how many events a stream may fall behind before it is dropped; 0 means 128.
 	Buffer int
 	// WriteTimeout is how long one write to a client may take before the stream is dropped as
 	// stalled; 0 means 10 s.
 	WriteTimeout time.Duration
+	// Stop, when closed, ends every stream (the server is shutting down: its clients resume
+	// elsewhere or after the restart); nil: never.
+	Stop <-chan struct{}
 }
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -33,7 +39,7 @@ func (o StreamOptions) withDefaults() StreamOptions {
 		o.Heartbeat = 15 * time.Second
 	}
 	if o.Buffer <= 0 {
-		o.Buffer = 256
+		o.Buffer = 128
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -75,6 +81,10 @@ func (s *server) streamAuth(h http.HandlerFunc) http.Handler {
 
 // stream serves GET /v1/stream: the caller's stream as Server-Sent Events, from after
 // Last-Event-ID if the client sends one (a reconnecting EventSource does), else from now.
+//
+// An open stream costs what an idle connection must: over HTTP/1.1 the connection is taken over
+// from the server once the stream begins (its buffers and its reader goroutine go), and the
+// heartbeats come from one pulse for all streams instead of a timer each.
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	const op rookery.Op = "httpapi.stream"
 	o := s.Streams.withDefaults()
@@ -87,7 +97,11 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	user := c.Acting()
 	// Subscribe before reading the log: whatever is appended after the read arrives on sub.
 	sub := s.Streams.Hub.Subscribe(user, o.Buffer)
-	defer sub.Close()
+	defer func() {
+		if sub != nil { // not handed over to the stream's goroutine
+			sub.Close()
+		}
+	}()
 	lastID := r.Header.Get("Last-Event-ID")
 	if lastID == "" {
 		lastID = r.URL.Query().Get("last_event_id")
@@ -97,17 +111,12 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx: pass events through as they come
-	w.WriteHeader(http.StatusOK)
-	st := &sse{s: s, w: w, rc: http.NewResponseController(w), timeout: o.WriteTimeout, user: user, last: start.Head}
-	// The server's read timeout would end the stream: a stream reads nothing after its request,
-	// and a client that goes away is noticed by the writes.
-	_ = st.rc.SetReadDeadline(time.Time{})
-	s.Metrics.StreamsOpen.Inc()
-	defer s.Metrics.StreamsOpen.Dec()
+	out, err := openSSE(w, r, o.WriteTimeout)
+	if err != nil {
+		s.Log.Warn("a stream could not begin", "err", err)
+		return
+	}
+	st := &sse{s: s, out: out, user: user, last: start.Head}
 	outcome := "new"
 	switch {
 	case start.Reset:
@@ -118,34 +127,53 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	s.Metrics.StreamResumes.WithLabelValues(outcome).Inc()
 	if err := st.begin(ctx, start); err != nil {
 		st.end(err)
+		out.close()
 		return
 	}
-
-	heartbeat := time.NewTicker(o.Heartbeat)
-	defer heartbeat.Stop()
-	presence := time.NewTicker(presenceRefresh)
-	defer presence.Stop()
-	var expired <-chan time.Time
-	if !c.Expires.IsZero() {
-		t := time.NewTimer(time.Until(c.Expires))
-		defer t.Stop()
-		expired = t.C
+	s.Metrics.StreamsOpen.Inc()
+	follow := func(ctx context.Context, sub *live.Subscription) {
+		defer s.Metrics.StreamsOpen.Dec()
+		defer out.close()
+		defer sub.Close()
+		st.follow(ctx, sub, c, o)
 	}
-	for {
+	held := sub
+	sub = nil // follow closes it
+	if _, own := out.(*connOut); own {
+		// The stream goes on in a goroutine of its own and the request ends, so that the server
+		// lets go of the connection's buffers and request; the stream owns the connection now.
+		go follow(context.WithoutCancel(ctx), held)
+		return
+	}
+	follow(ctx, held)
+}
+
+// follow writes the stream's events as they come, and its heartbeats, until it ends.
+func (st *sse) follow(ctx context.Context, sub *live.Subscription, c rookery.Caller, o StreamOptions) {
+	s := st.s
+	p := s.pulse(o)
+	slot := int(s.streamSeq.Add(1))
+	refreshEvery := max(int(presenceRefresh/o.Heartbeat), 1)
+	var err error
+	for beats := 1; ; beats++ {
 		select {
 		case <-ctx.Done():
 			return
-		case <-expired:
-			return // the token has expired: the client needs a new one to go on
+		case <-o.Stop:
+			return
 		case <-sub.Dropped:
 			s.Metrics.StreamDrops.WithLabelValues("behind").Inc()
 			return
 		case m := <-sub.C:
 			err = st.deliver(ctx, m)
-		case <-heartbeat.C:
+		case <-p.next(slot):
+			if !c.Expires.IsZero() && !time.Now().Before(c.Expires) {
+				return // the token has expired: the client needs a new one to go on
+			}
 			err = st.heartbeat(ctx)
-		case <-presence.C:
-			_, err = s.App.OpenStream(ctx, "")
+			if err == nil && beats%refreshEvery == 0 {
+				_, err = s.App.OpenStream(rookery.WithCaller(ctx, c), "") // the user stays present while the stream is open
+			}
 		}
 		if err != nil {
 			st.end(err)
@@ -154,14 +182,141 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sse writes one stream: every event after last, in order, each once.
-type sse struct {
-	s       *server
+// pulse returns the server's heartbeat pulse, started with the first stream.
+func (s *server) pulse(o StreamOptions) *pulse {
+	s.pulseOnce.Do(func() { s.beats = newPulse(o.Heartbeat, o.Stop) })
+	return s.beats
+}
+
+// pulseSlots is how many groups the streams' heartbeats are spread over.
+const pulseSlots = 16
+
+// pulse wakes the open streams for their heartbeats: slot i's channel is closed, and replaced,
+// once a period, the slots a sixteenth of a period apart, so that the streams' heartbeats (and
+// their reads of the log) do not all come at once.
+type pulse struct {
+	mu    sync.Mutex
+	slots [pulseSlots]chan struct{}
+}
+
+func newPulse(every time.Duration, stop <-chan struct{}) *pulse {
+	p := &pulse{}
+	for i := range p.slots {
+		p.slots[i] = make(chan struct{})
+	}
+	go func() {
+		t := time.NewTicker(every / pulseSlots)
+		defer t.Stop()
+		for i := 0; ; i = (i + 1) % pulseSlots {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			p.mu.Lock()
+			close(p.slots[i])
+			p.slots[i] = make(chan struct{})
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// next returns the channel that slot's next beat closes.
+func (p *pulse) next(slot int) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slots[slot%pulseSlots]
+}
+
+// sseOut is where a stream's bytes go.
+type sseOut interface {
+	write(s string) error
+	flush() error
+	close()
+}
+
+// openSSE answers 200 with the stream's headers and returns where the stream is written: the
+// connection itself, taken over from the server, for HTTP/1.x (it is closed after the stream:
+// "Connection: close" ends the body), else the response.
+func openSSE(w http.ResponseWriter, r *http.Request, timeout time.Duration) (sseOut, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass events through as they come
+	rc := http.NewResponseController(w)
+	if r.ProtoMajor == 1 {
+		if conn, _, err := rc.Hijack(); err == nil {
+			// Nothing is read from the connection again: the request's body is empty, and a client
+			// that goes away is noticed by the writes.
+			_ = conn.SetReadDeadline(time.Time{})
+			h.Set("Connection", "close")
+			var b strings.Builder
+			b.WriteString("HTTP/1.1 200 OK\r\n")
+			h.Write(&b)
+			b.WriteString("\r\n")
+			out := &connOut{conn: conn, timeout: timeout}
+			if err := out.write(b.String()); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return out, nil
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	// The server's read timeout would end the stream: it reads nothing after its request.
+	_ = rc.SetReadDeadline(time.Time{})
+	return &responseOut{w: w, rc: rc, timeout: timeout}, nil
+}
+
+// connOut writes to a connection taken over from the server.
+type connOut struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (o *connOut) write(s string) error {
+	_ = o.conn.SetWriteDeadline(time.Now().Add(o.timeout))
+	if _, err := io.WriteString(o.conn, s); err != nil {
+		return clientGone{err}
+	}
+	return nil
+}
+
+func (o *connOut) flush() error { return nil }
+func (o *connOut) close()       { o.conn.Close() }
+
+// responseOut writes to the response (HTTP/2, or a server that cannot hand its connection over).
+type responseOut struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	user    string
-	last    uint64 // the id of the last event sent
+}
+
+func (o *responseOut) write(s string) error {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	if _, err := io.WriteString(o.w, s); err != nil {
+		return clientGone{err}
+	}
+	return nil
+}
+
+func (o *responseOut) flush() error {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	if err := o.rc.Flush(); err != nil {
+		return clientGone{err}
+	}
+	return nil
+}
+
+func (o *responseOut) close() {}
+
+// sse writes one stream: every event after last, in order, each once.
+type sse struct {
+	s    *server
+	out  sseOut
+	user string
+	last uint64 // the id of the last event sent
 }
 
 // begin sends what the stream starts with: a reset, or the events the client missed.
@@ -257,21 +412,8 @@ func (st *sse) send(ev app.StreamEvent) error {
 // clientGone is a write to the client that failed or timed out.
 type clientGone struct{ error }
 
-func (st *sse) write(s string) error {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(st.timeout))
-	if _, err := st.w.Write([]byte(s)); err != nil {
-		return clientGone{err}
-	}
-	return nil
-}
-
-func (st *sse) flush() error {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(st.timeout))
-	if err := st.rc.Flush(); err != nil {
-		return clientGone{err}
-	}
-	return nil
-}
+func (st *sse) write(s string) error { return st.out.write(s) }
+func (st *sse) flush() error         { return st.out.flush() }
 
 // end closes a stream that failed: a client that stopped reading is counted as stalled; a failed
 // read of the log is logged. Either way the client reconnects and resumes from its last id.

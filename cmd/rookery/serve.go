@@ -117,6 +117,9 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 			log.Error("closing the stream bus", "err", err)
 		}
 	}()
+	// Streams end when shutdown begins: they would hold it up for its whole timeout.
+	stopStreams := make(chan struct{})
+	streamOpts.Stop = stopStreams
 	deps := httpapi.Deps{
 		Streams:  streamOpts,
 		Verifier: verifier,
@@ -173,6 +176,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(func() { close(stopStreams) })
 	ln, err := net.Listen("tcp", sc.addr)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func (c *streamsConfig) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.on, "streams", true, "serve live streams (GET /v1/stream); the workers then keep the stream logs of users with a stream open in the last 24 hours")
 	f.StringVar(&c.bus, "stream-bus", "", "how stream events reach the API processes: local (one process) or nats (the --nats-url server); empty: nats with --events nats, else local")
 	f.DurationVar(&c.heartbeat, "stream-heartbeat", 15*time.Second, "how often an idle stream gets a heartbeat (and checks for events the bus lost)")
-	f.IntVar(&c.buffer, "stream-buffer", 256, "events a stream may fall behind before it is dropped (its client resumes from its last event)")
+	f.IntVar(&c.buffer, "stream-buffer", 128, "events a stream may fall behind before it is dropped (its client resumes from its last event)")
 }
 
 // open returns the streams' options for the HTTP server, the publisher for the App (nil with
