@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -54,6 +55,14 @@ type Deps struct {
 	// OnWebhookQueued, if set, is told of every delivery queued, so that a dispatcher in this
 	// process can start on it at once instead of at its next poll.
 	OnWebhookQueued func(endpoint string)
+	// StreamTable is where the consumers append to the stream logs; nil means Table. rookery
+	// serve passes the embedded store's unsynced writes when its event log is in the store's
+	// engine (pebble.DB.Unsynced says why that is safe).
+	StreamTable table.Table
+	// StreamPresenceDelay is how long a user's first stream waits before it begins when consumers
+	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
+	// waits for nothing.
+	StreamPresenceDelay time.Duration
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -85,6 +94,11 @@ type App struct {
 	otherGroups []string
 	streams     StreamPublisher
 
+	present       snapshot[map[string]bool]
+	appendersOnce sync.Once // the stream logs' appenders start with the first append
+	appenders     []chan appendReq
+	presenceDelay time.Duration
+	streamTable   table.Table
 	webhookPolicy WebhookPolicy
 	endpoints     snapshot[[]Webhook]
 	onQueued      func(endpoint string)
@@ -108,7 +122,10 @@ func New(d Deps) *App {
 		d.CursorKey = make([]byte, 32)
 		_, _ = rand.Read(d.CursorKey)
 	}
-	return &App{streams: d.Streams, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	if d.StreamTable == nil {
+		d.StreamTable = d.Table
+	}
+	return &App{streamTable: d.StreamTable, streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -191,7 +208,8 @@ func (a *App) Consumers() []events.Consumer {
 		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
 	}
 	if a.streams != nil {
-		cs = append(cs, events.Consumer{Group: LiveGroup, Handle: a.ApplyLive, Concurrency: 8})
+		// Its appends are synced transactions: many at once share the WAL's syncs.
+		cs = append(cs, events.Consumer{Group: LiveGroup, Handle: a.ApplyLive, Concurrency: 32})
 	}
 	if a.timelines != nil {
 		// Timeline work waits out an outage of the timeline store (Redis) however long it lasts:

@@ -313,19 +313,28 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 	if err != nil {
 		return nil, err
 	}
-	c := rookery.Caller{UserID: r.reader}
 	var out []rookery.Post
 	for _, e := range refs {
-		it := v.posts[e.PostID]
-		switch {
-		case it == nil || it.String("author_id") != e.AuthorID:
-		case e.AuthorID != r.reader && (!v.follows[e.AuthorID] || v.muted[e.AuthorID]):
-		case !v.maySee(c, it):
-		default:
-			out = append(out, v.render(it))
+		if p, ok := v.inFeed(e); ok {
+			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// inFeed returns the post e refers to as v's viewer's home feed shows it, if it does: the post
+// exists and is still its author's, the author is the viewer or followed and not muted, no block
+// either way (v read the posts).
+func (v view) inFeed(e timeline.Entry) (rookery.Post, bool) {
+	it := v.posts[e.PostID]
+	switch {
+	case it == nil || it.String("author_id") != e.AuthorID:
+	case e.AuthorID != v.viewer && (!v.follows[e.AuthorID] || v.muted[e.AuthorID]):
+	case !v.maySee(rookery.Caller{UserID: v.viewer}, it):
+	default:
+		return v.render(it), true
+	}
+	return rookery.Post{}, false
 }
 
 // loadFollowing reads everyone the reader follows.

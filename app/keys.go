@@ -56,6 +56,8 @@ import (
 //	                                                   the user's stream was last open: present users)
 //	Stream event    STREAM#<user>          E#<seq 20>  seq, type, data, ttl (StreamWindow)
 //	Stream dedupe   STREAM#<user>          D#<source>  ttl (an event's source appended it already)
+//	Present user    STREAMERS              <user>      ttl (as the user's stream head's: the registry the
+//	                                                   consumers read every second)
 //	Stream ticket   TICKET#<id>            -           user_id, expires (of the token), ttl (a minute)
 //	Webhook endpoint WEBHOOKS              <id>        id, url, events, description, enabled, secret,
 //	                                                   prev_secret, prev_until, created_at
@@ -88,7 +90,7 @@ import (
 //	AP1/FEED-003 home feed              the timeline store's page + Query GSI1 USER#<author> of
 //	                                    the followed celebrities and the reader; BatchGet of the
 //	                                    posts, authors and edges (app/feed.go)
-//	is U present (has a stream log)     BatchGet(STREAM#<u>, HEAD), per page of followers
+//	who is present (has a stream log)   Query STREAMERS (keys only; read again every second)
 //	U's stream events after n           Query STREAM#<u>, SK between E#<n> and E#<head>, ascending
 //	webhook endpoints                   Query WEBHOOKS (cached 1 s by the webhooks consumer)
 //	an endpoint's due deliveries        Query WHQ#<endpoint>, SK <= <now 13>~, ascending
@@ -360,3 +362,9 @@ func dueOfQueueKey(k table.Key) (time.Time, bool) {
 func webhookMarkerKey(ep, msgID string) table.Key {
 	return table.Key{PK: "WHMSG#" + ep, SK: msgID}
 }
+
+const streamersPK = "STREAMERS"
+
+func streamerKey(user string) table.Key { return table.Key{PK: streamersPK, SK: user} }
+func streamersQuery() table.Query       { return table.Query{PK: streamersPK} }
+func streamerOf(k table.Key) string     { return k.SK }

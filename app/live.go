@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -116,9 +117,19 @@ func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error
 			return StreamStart{}, rookery.E(op, rookery.Invalid, "Last-Event-ID is not an event id of this stream")
 		}
 	}
-	head, err := a.touchStream(ctx, user)
+	head, made, err := a.touchStream(ctx, user)
 	if err != nil {
 		return StreamStart{}, err
+	}
+	if made && a.presenceDelay > 0 {
+		// Consumers in other processes learn of the new log within PresenceRefresh: the stream
+		// begins once they have, so that everything from its beginning reaches it.
+		if !rookery.Sleep(ctx, a.presenceDelay) {
+			return StreamStart{}, rookery.E(op, rookery.Unavailable, ctx.Err())
+		}
+		if head, err = a.StreamHead(ctx, user); err != nil {
+			return StreamStart{}, err
+		}
 	}
 	start := StreamStart{User: user, Head: head}
 	if lastID == "" || last == head {
@@ -133,25 +144,75 @@ func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error
 }
 
 // touchStream creates user's stream head if it is missing (numbering from the clock, so that a
-// log made again after the old one expired never reuses an id) and keeps it for StreamWindow from
-// now. It returns the head.
-func (a *App) touchStream(ctx context.Context, user string) (uint64, error) {
+// log made again after the old one expired never reuses an id) and keeps it, and the user's entry
+// in the registry of present users, for StreamWindow from now. It returns the head, and whether it
+// was made now.
+func (a *App) touchStream(ctx context.Context, user string) (head uint64, made bool, err error) {
 	now := a.clock.Now()
 	k := streamHeadKey(user)
 	expires := now.Add(StreamWindow).Unix()
-	it, err := a.table.Update(ctx, k, table.Update{Set: map[string]any{table.TTL: expires}}, table.Exists(table.PK))
-	if err == nil {
-		return uint64(it.Int("seq")), nil
-	}
-	if !rookery.IsKind(err, rookery.Conflict) {
-		return 0, err
+	rk := streamerKey(user)
+	registry := table.PutWrite(table.Item{table.PK: rk.PK, table.SK: rk.SK, table.TTL: expires})
+	it, err := a.table.Get(ctx, k)
+	switch {
+	case err == nil:
+		seq := it.Int("seq")
+		err = a.table.TransactWrite(ctx, []table.Write{
+			table.UpdateWrite(k, table.Update{Set: map[string]any{table.TTL: expires}}, table.Exists(table.PK)),
+			registry,
+		})
+		if rookery.IsKind(err, rookery.Conflict) {
+			return a.touchStream(ctx, user) // expired a moment ago
+		}
+		return uint64(seq), false, err
+	case !rookery.IsKind(err, rookery.NotFound):
+		return 0, false, err
 	}
 	seq := uint64(now.UnixMilli()) * 1000
-	err = a.table.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK, "seq": int64(seq), "base": int64(seq), table.TTL: expires}, table.NotExists(table.PK))
+	err = a.table.TransactWrite(ctx, []table.Write{
+		table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "seq": int64(seq), "base": int64(seq), table.TTL: expires}, table.NotExists(table.PK)),
+		registry,
+	})
 	if rookery.IsKind(err, rookery.Conflict) {
 		return a.touchStream(ctx, user) // made by another stream a moment ago
 	}
-	return seq, err
+	if err == nil {
+		a.present.forget() // this process's consumers know at once
+	}
+	return seq, err == nil, err
+}
+
+// PresenceRefresh is how often a process reads the registry of present users again: a consumer in
+// another process knows of a user who just became present at most this long after.
+const PresenceRefresh = time.Second
+
+// presentUsers returns the users among users that are present (whose streams have a log), as the
+// registry said at most PresenceRefresh ago: the consumers check every reader of every post, and
+// a read per reader would cost more than the streams.
+func (a *App) presentUsers(ctx context.Context, users []string) ([]string, error) {
+	reg, err := a.present.get(a.clock.Now(), PresenceRefresh, func() (map[string]bool, error) {
+		reg := map[string]bool{}
+		q := streamersQuery()
+		q.Limit = table.MaxQueryLimit
+		q.KeysOnly = true
+		err := table.EachKeyPage(ctx, a.table, q, func(keys []table.Key) error {
+			for _, k := range keys {
+				reg[streamerOf(k)] = true
+			}
+			return nil
+		})
+		return reg, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var present []string
+	for _, u := range users {
+		if reg[u] {
+			present = append(present, u)
+		}
+	}
+	return present, nil
 }
 
 // StreamHead returns the last sequence number of user's stream log (0 if it has none).
@@ -227,65 +288,172 @@ func (a *App) appendStream(ctx context.Context, users []string, src, typ string,
 	if err != nil {
 		return err
 	}
-	for _, u := range present {
-		if err := a.appendOne(ctx, u, src, typ, b); err != nil {
-			return err
+	datas := make([][]byte, len(present))
+	for i := range datas {
+		datas[i] = b
+	}
+	return a.appendBatch(ctx, present, src, typ, datas)
+}
+
+// streamBatch is how many users' appends one transaction holds (four writes each).
+const streamBatch = table.MaxTransact / 4
+
+// appendShards is how many appenders a process runs; a user's appends always go to the same one.
+const appendShards = 8
+
+// appendReq is one append waiting for its appender.
+type appendReq struct {
+	user, src, typ string
+	data           []byte
+	done           chan error
+}
+
+// appendBatch appends an event of one source to each of users' logs (data[i] to users[i]'s) and
+// returns once every append is durable.
+//
+// The appends of a process go through its appenders, a user's always through the same one, which
+// commit what has gathered while their last transaction was syncing in one transaction (up to
+// streamBatch users): one synced write for many appends, and no two appends of this process race
+// for a head. (Another process's may: then the conditions fail and the users are done one at a
+// time.)
+func (a *App) appendBatch(ctx context.Context, users []string, src, typ string, data [][]byte) error {
+	a.appendersOnce.Do(func() {
+		a.appenders = make([]chan appendReq, appendShards)
+		for i := range a.appenders {
+			a.appenders[i] = make(chan appendReq, 1024)
+			go a.runAppender(a.appenders[i])
 		}
+	})
+	done := make(chan error, len(users))
+	for i, u := range users {
+		a.appenders[shardOf(u)] <- appendReq{user: u, src: src, typ: typ, data: data[i], done: done}
+	}
+	var first error
+	for range users {
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func shardOf(user string) int {
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return int(h.Sum32() % appendShards)
+}
+
+// runAppender commits the appends that reach it, a gathering at a time.
+func (a *App) runAppender(in chan appendReq) {
+	var carried *appendReq // the next gathering's first: its user was in the last one already
+	for {
+		var batch []appendReq
+		if carried != nil {
+			batch, carried = append(batch, *carried), nil
+		} else {
+			batch = append(batch, <-in)
+		}
+		users := map[string]bool{batch[0].user: true}
+	gather:
+		for len(batch) < streamBatch {
+			select {
+			case r := <-in:
+				if users[r.user] {
+					carried = &r
+					break gather
+				}
+				users[r.user] = true
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		err := a.commitAppends(context.Background(), batch)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+// commitAppends appends each of batch (one per user) in one transaction.
+func (a *App) commitAppends(ctx context.Context, batch []appendReq) error {
+	keys := make([]table.Key, len(batch))
+	for i, r := range batch {
+		keys[i] = streamHeadKey(r.user)
+	}
+	heads, err := a.streamTable.BatchGet(ctx, keys)
+	if err != nil {
+		return err
+	}
+	var writes []table.Write
+	var published []func()
+	for i, r := range batch {
+		if heads[i] == nil {
+			continue // the user left StreamWindow ago
+		}
+		ws, seq := a.appendWrites(r.user, r.src, r.typ, r.data, heads[i].Int("seq"))
+		writes = append(writes, ws...)
+		published = append(published, func() { a.publish(r.user, seq, r.typ, r.data) })
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	err = a.streamTable.TransactWrite(ctx, writes)
+	var ce *table.ConditionError
+	switch {
+	case err == nil:
+		for _, p := range published {
+			p()
+		}
+	case errors.As(err, &ce):
+		for _, r := range batch {
+			if err := a.appendOne(ctx, r.user, r.src, r.typ, r.data); err != nil {
+				return err
+			}
+		}
+	default:
+		return err
 	}
 	return nil
 }
 
-// presentUsers returns the users among users that have a stream log.
-func (a *App) presentUsers(ctx context.Context, users []string) ([]string, error) {
-	var present []string
-	for i := 0; i < len(users); i += table.MaxBatchGet {
-		chunk := users[i:min(len(users), i+table.MaxBatchGet)]
-		keys := make([]table.Key, len(chunk))
-		for j, u := range chunk {
-			keys[j] = streamHeadKey(u)
-		}
-		items, err := a.table.BatchGet(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		for j, it := range items {
-			if it != nil {
-				present = append(present, chunk[j])
-			}
-		}
+// appendWrites are the writes that append an event to user's log whose head is at seq: the head
+// takes the next number (if it is still at seq), the source is marked (if it was not), the event
+// is put and the one StreamKeep before it goes.
+func (a *App) appendWrites(user, src, typ string, data []byte, seq int64) ([]table.Write, int64) {
+	next := seq + 1
+	expires := a.clock.Now().Add(StreamWindow).Unix()
+	ek, dk := streamEventKey(user, uint64(next)), streamDedupeKey(user, src)
+	return []table.Write{
+		table.UpdateWrite(streamHeadKey(user), table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, seq)),
+		table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
+		table.PutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
+		table.DeleteWrite(streamEventKey(user, uint64(next-StreamKeep))),
+	}, next
+}
+
+func (a *App) publish(user string, seq int64, typ string, data []byte) {
+	if a.streams != nil {
+		a.streams.Publish(user, uint64(seq), typ, data)
 	}
-	return present, nil
 }
 
 // appendOne appends one event to user's log (see the invariants above) and publishes it.
 func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte) error {
 	const op rookery.Op = "app.appendStream"
-	hk := streamHeadKey(user)
 	for range streamAttempts {
-		head, err := a.table.Get(ctx, hk)
+		head, err := a.streamTable.Get(ctx, streamHeadKey(user))
 		if rookery.IsKind(err, rookery.NotFound) {
 			return nil // the user left StreamWindow ago
 		} else if err != nil {
 			return err
 		}
-		seq := head.Int("seq")
-		next := seq + 1
-		expires := a.clock.Now().Add(StreamWindow).Unix()
-		ek := streamEventKey(user, uint64(next))
-		dk := streamDedupeKey(user, src)
-		writes := []table.Write{
-			table.UpdateWrite(hk, table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, seq)),
-			table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
-			table.PutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
-			table.DeleteWrite(streamEventKey(user, uint64(next-StreamKeep))),
-		}
-		err = a.table.TransactWrite(ctx, writes)
+		writes, next := a.appendWrites(user, src, typ, data, head.Int("seq"))
+		err = a.streamTable.TransactWrite(ctx, writes)
 		var ce *table.ConditionError
 		switch {
 		case err == nil:
-			if a.streams != nil {
-				a.streams.Publish(user, uint64(next), typ, data)
-			}
+			a.publish(user, next, typ, data)
 			return nil
 		case errors.As(err, &ce) && ce.Index == 1:
 			return nil // appended before, by an earlier delivery
@@ -304,27 +472,27 @@ func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte)
 // it at this moment: a replay sends the same, and what changes later comes as its own event.
 func (a *App) streamPost(ctx context.Context, readers []string, src string, entry timeline.Entry) error {
 	present, err := a.presentUsers(ctx, readers)
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, true)
 	if err != nil {
 		return err
 	}
+	var users []string
+	var datas [][]byte
 	for _, reader := range present {
-		r := &feedRead{a: a, reader: reader}
-		posts, err := r.show(ctx, []timeline.Entry{entry})
-		if err != nil {
-			return err
-		}
-		if len(posts) == 0 {
+		p, ok := views[reader].inFeed(entry)
+		if !ok {
 			continue
 		}
-		b, err := json.Marshal(FeedPost{Post: posts[0], Position: a.feedCursor(reader, entry)})
+		b, err := json.Marshal(FeedPost{Post: p, Position: a.feedCursor(reader, entry)})
 		if err != nil {
 			return err
 		}
-		if err := a.appendOne(ctx, reader, src, StreamFeedPost, b); err != nil {
-			return err
-		}
+		users, datas = append(users, reader), append(datas, b)
 	}
-	return nil
+	return a.appendBatch(ctx, users, src, StreamFeedPost, datas)
 }
 
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to

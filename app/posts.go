@@ -326,65 +326,84 @@ type view struct {
 // loadView reads the view of viewer over authors and the posts ids (reading the posts too if
 // withPosts), in batches of table.MaxBatchGet keys.
 func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string, withPosts bool) (view, error) {
-	v := view{viewer: viewer, users: map[string]table.Item{}, posts: map[string]table.Item{},
-		follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
+	vs, err := a.loadViews(ctx, []string{viewer}, authors, ids, withPosts)
+	if err != nil {
+		return view{}, err
+	}
+	return *vs[viewer], nil
+}
+
+// loadViews is loadView for several viewers at once: the authors and posts are read once, each
+// viewer's edges and likes beside them.
+func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, withPosts bool) (map[string]*view, error) {
+	users, posts := map[string]table.Item{}, map[string]table.Item{} // shared by the views
+	vs := map[string]*view{}
 	var keys []table.Key
-	seen := map[string]bool{}
-	user := rookery.ValidUserID(viewer)
+	var owners []*view // the view a key is read for; nil for the shared ones
+	authors = slices.Compact(slices.Sorted(slices.Values(authors)))
 	for _, id := range authors {
-		if seen[id] {
+		keys, owners = append(keys, userKey(id)), append(owners, nil)
+	}
+	if withPosts {
+		for _, id := range ids {
+			keys, owners = append(keys, postKey(id)), append(owners, nil)
+		}
+	}
+	for _, viewer := range viewers {
+		v := &view{viewer: viewer, users: users, posts: posts,
+			follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
+		vs[viewer] = v
+		if !rookery.ValidUserID(viewer) {
 			continue
 		}
-		seen[id] = true
-		keys = append(keys, userKey(id))
-		if user && viewer != id {
+		for _, id := range authors {
+			if viewer == id {
+				continue
+			}
 			keys = append(keys, followKey(viewer, id), blockKey(id, viewer), blockKey(viewer, id))
+			owners = append(owners, v, v, v)
 			if withPosts {
-				keys = append(keys, muteKey(viewer, id))
+				keys, owners = append(keys, muteKey(viewer, id)), append(owners, v)
 			}
 		}
-	}
-	for _, id := range ids {
-		if user {
-			keys = append(keys, likeKey(id, viewer))
-		}
-		if withPosts {
-			keys = append(keys, postKey(id))
+		for _, id := range ids {
+			keys, owners = append(keys, likeKey(id, viewer)), append(owners, v)
 		}
 	}
-	for chunk := range slices.Chunk(keys, table.MaxBatchGet) {
+	for start := 0; start < len(keys); start += table.MaxBatchGet {
+		chunk := keys[start:min(len(keys), start+table.MaxBatchGet)]
 		got, err := a.table.BatchGet(ctx, chunk)
 		if err != nil {
-			return v, err
+			return nil, err
 		}
 		for i, it := range got {
 			if it == nil {
 				continue
 			}
-			k, sk := chunk[i], chunk[i].SK
+			k, sk, v := chunk[i], chunk[i].SK, owners[start+i]
 			blocker, isBlock := blockerOf(k)
 			switch {
 			case isUserKey(k):
-				v.users[it.String("id")] = it
+				users[it.String("id")] = it
 			case isFollowKey(k):
 				v.follows[sk] = true
 			case isMuteKey(k):
 				v.muted[sk] = true
 			case isBlock:
 				// Either direction hides the author's posts from the viewer.
-				if blocker == viewer {
+				if blocker == v.viewer {
 					v.blocked[sk] = true
 				} else {
 					v.blocked[blocker] = true
 				}
 			case sk == skMeta:
-				v.posts[it.String("id")] = it
+				posts[it.String("id")] = it
 			default:
 				v.liked[it.String("post_id")] = true
 			}
 		}
 	}
-	return v, nil
+	return vs, nil
 }
 
 // maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not across

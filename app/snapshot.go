@@ -28,3 +28,10 @@ func (s *snapshot[T]) get(now time.Time, ttl time.Duration, read func() (T, erro
 	s.v, s.at = v, now
 	return v, nil
 }
+
+// forget makes the next get read the value again.
+func (s *snapshot[T]) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = time.Time{}
+}

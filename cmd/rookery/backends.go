@@ -24,6 +24,9 @@ type backends struct {
 	timelines timeline.Store
 	// direct says the store appends the outbox's events to the log itself (events.Outbox.Direct).
 	direct bool
+	// streamTable is where the consumers append to the stream logs (app.Deps.StreamTable): the
+	// store's unsynced writes when the log's offsets are in the store's engine, else the store.
+	streamTable table.Table
 	// ready holds the readiness checks of backends the store's check does not cover.
 	ready map[string]func(context.Context) error
 	// closers close what was opened, in order: timelines and log before the store.
@@ -55,6 +58,9 @@ func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rooker
 			return nil, err
 		}
 		b.store, b.direct = lb.Store, lb.Direct()
+		if b.direct {
+			b.streamTable = table.Observed(lb.Store.Unsynced(), m.ObserveStore)
+		}
 		b.closers = append(b.closers, lb.Close)
 	} else {
 		if b.store, err = cfg.openDynamo(ctx, clock, cursorKey, m); err != nil {

@@ -136,7 +136,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	application := app.New(app.Deps{Table: store, Events: evlog, Outbox: outbox, Clock: clock, IDs: newID,
 		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
 		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey, Streams: streams,
-		OtherGroups: []string{ExportGroup}, WebhookPolicy: sc.webhooks.policy(),
+		OtherGroups: []string{ExportGroup}, WebhookPolicy: sc.webhooks.policy(), StreamPresenceDelay: sc.streams.presenceDelay(sc.events),
+		StreamTable: b.streamTable,
 		OnWebhookQueued: func(endpoint string) {
 			if dispatcher != nil {
 				dispatcher.Wake(endpoint)

@@ -55,3 +55,13 @@ func (c *streamsConfig) open(events eventsConfig, log *slog.Logger) (httpapi.Str
 	}
 	return httpapi.StreamOptions{}, nil, nil, fmt.Errorf("--stream-bus must be local or nats, not %q", c.bus)
 }
+
+// presenceDelay is how long a user's first stream waits to begin: with the NATS event log other
+// processes' consumers append to the stream logs, and they learn of a new one within
+// app.PresenceRefresh.
+func (c *streamsConfig) presenceDelay(events eventsConfig) time.Duration {
+	if events.backend == "nats" {
+		return app.PresenceRefresh + 200*time.Millisecond
+	}
+	return 0
+}

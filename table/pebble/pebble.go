@@ -301,8 +301,12 @@ func (d *DB) Delete(ctx context.Context, k table.Key, conds ...table.Cond) error
 
 // Update implements table.Table.
 func (d *DB) Update(ctx context.Context, k table.Key, u table.Update, conds ...table.Cond) (table.Item, error) {
+	return d.update(ctx, k, u, conds, cpebble.Sync)
+}
+
+func (d *DB) update(ctx context.Context, k table.Key, u table.Update, conds []table.Cond, sync *cpebble.WriteOptions) (table.Item, error) {
 	var after table.Item
-	err := d.transact(ctx, "pebble.Update", []table.Write{table.UpdateWrite(k, u, conds...)}, func(_ int, it table.Item) { after = it })
+	err := d.transact(ctx, "pebble.Update", []table.Write{table.UpdateWrite(k, u, conds...)}, func(_ int, it table.Item) { after = it }, sync)
 	if err != nil {
 		return nil, err
 	}
@@ -311,12 +315,38 @@ func (d *DB) Update(ctx context.Context, k table.Key, u table.Update, conds ...t
 
 // TransactWrite implements table.Table.
 func (d *DB) TransactWrite(ctx context.Context, writes []table.Write) error {
-	return d.transact(ctx, "pebble.TransactWrite", writes, nil)
+	return d.transact(ctx, "pebble.TransactWrite", writes, nil, cpebble.Sync)
+}
+
+// Unsynced returns the table with writes that are not synced: a crash may lose the latest of
+// them (a prefix of the write-ahead log survives). Use it only for writes that whatever relies on
+// them is written after, to the same engine and synced: as the stream logs that consumers of the
+// embedded event log in this engine write, whose offsets are written after their handlers' writes
+// (a write lost takes its event's offset with it, and the event is handled again).
+func (d *DB) Unsynced() table.Table { return unsynced{d} }
+
+type unsynced struct{ *DB }
+
+func (u unsynced) Put(ctx context.Context, item table.Item, conds ...table.Cond) error {
+	return u.TransactWrite(ctx, []table.Write{table.PutWrite(item, conds...)})
+}
+
+func (u unsynced) Delete(ctx context.Context, k table.Key, conds ...table.Cond) error {
+	return u.TransactWrite(ctx, []table.Write{table.DeleteWrite(k, conds...)})
+}
+
+func (u unsynced) Update(ctx context.Context, k table.Key, up table.Update, conds ...table.Cond) (table.Item, error) {
+	return u.update(ctx, k, up, conds, cpebble.NoSync)
+}
+
+func (u unsynced) TransactWrite(ctx context.Context, writes []table.Write) error {
+	return u.transact(ctx, "pebble.TransactWrite", writes, nil, cpebble.NoSync)
 }
 
 // transact is every write: it validates, locks every key's stripe, reads each current item, checks
-// every condition, and commits one synced batch. written, if not nil, sees each write's new item.
-func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, written func(i int, it table.Item)) error {
+// every condition, and commits one batch, synced unless sync says not (Unsynced). written, if not
+// nil, sees each write's new item.
+func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, written func(i int, it table.Item), sync *cpebble.WriteOptions) error {
 	writes, err := table.CheckWrites(op, d.schema, writes)
 	if err != nil {
 		return err
@@ -422,7 +452,7 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 			return rookery.E(op, err)
 		}
 	}
-	err = b.Commit(cpebble.Sync)
+	err = b.Commit(sync)
 	if committed != nil {
 		committed(err)
 	}
