@@ -24,8 +24,10 @@ const fanoutPage = 500
 
 // ApplyFanout is the fan-out consumer's handler: a PostCreated of an author with at most the
 // celebrity threshold of followers is pushed, page by page, into every follower's timeline (only
-// timelines that exist: a missing one is rebuilt whole on its next read). Pushing is idempotent, so
-// a redelivery or a restart half-way through repeats pages harmlessly.
+// timelines that exist: a missing one is rebuilt whole on its next read), and, to the readers with
+// a stream open, as a feed.post event (a celebrity's post too, to those who follow them). Pushing
+// and appending are idempotent, so a redelivery or a restart half-way through repeats pages
+// harmlessly.
 func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyFanout"
 	if ev.Type != PostCreated {
@@ -42,12 +44,19 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	} else if err != nil {
 		return err
 	}
-	if author.Int("follower_count") > int64(a.celebrityThreshold) {
-		return a.registerCelebrity(ctx, p.AuthorID) // merged at read time
-	}
 	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
-	// The author's own timeline holds their posts too.
+	if author.Int("follower_count") > int64(a.celebrityThreshold) {
+		if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
+			return err
+		}
+		return a.streamCelebrityPost(ctx, ev.ID, entry)
+	}
+	// The author's own timeline holds their posts too. Each page's readers with a stream open get
+	// the post's feed.post event, once it is in their timelines.
 	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
+		return err
+	}
+	if err := a.streamPost(ctx, []string{p.AuthorID}, ev.ID, entry); err != nil {
 		return err
 	}
 	q := followersQuery(p.AuthorID)
@@ -57,7 +66,10 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		for i, k := range edges {
 			users[i] = followerOf(k)
 		}
-		return a.timelines.Push(ctx, users, entry)
+		if err := a.timelines.Push(ctx, users, entry); err != nil {
+			return err
+		}
+		return a.streamPost(ctx, users, ev.ID, entry)
 	})
 }
 

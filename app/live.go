@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -188,9 +189,27 @@ const PresenceRefresh = time.Second
 
 // presentUsers returns the users among users that are present (whose streams have a log), as the
 // registry said at most PresenceRefresh ago: the consumers check every reader of every post, and
-// a read per reader would cost more than the streams.
+// a read per reader would cost more than the streams. With streams off, nobody is.
 func (a *App) presentUsers(ctx context.Context, users []string) ([]string, error) {
-	reg, err := a.present.get(a.clock.Now(), PresenceRefresh, func() (map[string]bool, error) {
+	reg, err := a.registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var present []string
+	for _, u := range users {
+		if reg[u] {
+			present = append(present, u)
+		}
+	}
+	return present, nil
+}
+
+// registry returns the present users, read at most PresenceRefresh ago.
+func (a *App) registry(ctx context.Context) (map[string]bool, error) {
+	if a.streams == nil {
+		return nil, nil
+	}
+	return a.present.get(a.clock.Now(), PresenceRefresh, func() (map[string]bool, error) {
 		reg := map[string]bool{}
 		q := streamersQuery()
 		q.Limit = table.MaxQueryLimit
@@ -203,16 +222,21 @@ func (a *App) presentUsers(ctx context.Context, users []string) ([]string, error
 		})
 		return reg, err
 	})
-	if err != nil {
-		return nil, err
+}
+
+// streamCelebrityPost appends the feed.post event of a celebrity's post (one fan-out skips) to the
+// logs of the present users who follow the celebrity: fewer, as a rule, than their followers.
+func (a *App) streamCelebrityPost(ctx context.Context, src string, entry timeline.Entry) error {
+	reg, err := a.registry(ctx)
+	if err != nil || len(reg) == 0 {
+		return err
 	}
-	var present []string
-	for _, u := range users {
-		if reg[u] {
-			present = append(present, u)
-		}
+	readers := make([]string, 0, len(reg))
+	for u := range reg {
+		readers = append(readers, u)
 	}
-	return present, nil
+	slices.Sort(readers)
+	return a.streamPost(ctx, readers, src, entry) // who does not follow them is not shown it
 }
 
 // StreamHead returns the last sequence number of user's stream log (0 if it has none).
@@ -497,7 +521,8 @@ func (a *App) streamPost(ctx context.Context, readers []string, src string, entr
 
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
 // the stream logs of the present users it concerns. A post enters the feeds of its author and
-// every follower (celebrities' too: the read path merges theirs); a deleted post leaves them; an
+// every follower (celebrities' too: the read path merges theirs): fan-out appends those, as it
+// reads the followers anyway, and this handler only where there is no fan-out; a deleted post leaves them; an
 // unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
 // an unmute brings the author's recent posts in (as the timelines merge them). Notifications are
 // appended by the notifications consumer, which alone knows which it created.
@@ -510,6 +535,9 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		if ev.Type == PostCreated {
+			if a.timelines != nil {
+				return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
+			}
 			entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 			return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error { return a.streamPost(ctx, users, ev.ID, entry) })
 		}

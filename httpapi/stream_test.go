@@ -325,3 +325,23 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 		t.Fatal("the stream outlived its token")
 	}
 }
+
+// A celebrity's posts, which fan-out skips (the feed merges them at read time), reach the streams
+// of those who follow them, and only theirs.
+func TestStreamCelebrityPosts(t *testing.T) {
+	f, _ := newFixtureWith(t, fixtureConfig{celebrityThreshold: 1})
+	alice, bob, carol, dave := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false), token(t, "dave", false)
+	f.register("alice", "bob", "carol", "dave")
+	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/carol/following/bob", carol, ""), 200, "")
+	f.drain()
+	follower, other := f.openStream(alice, "", ""), f.openStream(dave, "", "")
+	p := f.do("POST", "/v1/posts", bob, `{"text":"famous"}`).body["id"].(string)
+	if got := postID(t, follower.nextOf("feed.post")); got != p {
+		t.Fatalf("a follower's stream got %s; want the celebrity's %s", got, p)
+	}
+	own := f.do("POST", "/v1/posts", dave, `{"text":"mine"}`).body["id"].(string)
+	if got := postID(t, other.nextOf("feed.post")); got != own { // and nothing of bob's before it
+		t.Fatalf("a non-follower's stream got %s; want only their own %s", got, own)
+	}
+}
