@@ -651,22 +651,43 @@ func (a *App) DueDeliveries(ctx context.Context, endpoint string, now time.Time,
 	return out, nil
 }
 
-// ClaimDelivery takes a lease on d until until; false if another dispatcher took it first (or it
-// is gone).
-func (a *App) ClaimDelivery(ctx context.Context, d *QueuedDelivery, until time.Time) (bool, error) {
+// ClaimDeliveries takes a lease until until on each of ds it can, in one transaction when no other
+// dispatcher took one of them first (else one at a time), and returns those it holds.
+func (a *App) ClaimDeliveries(ctx context.Context, ds []QueuedDelivery, until time.Time) ([]QueuedDelivery, error) {
 	lease := until.UnixMilli()
-	cond := table.NotExists("lease")
-	if d.Lease != 0 {
-		cond = table.Compare("lease", table.OpEq, d.Lease)
+	claim := func(d QueuedDelivery) table.Write {
+		cond := table.NotExists("lease")
+		if d.Lease != 0 {
+			cond = table.Compare("lease", table.OpEq, d.Lease)
+		}
+		return table.UpdateWrite(d.key, table.Update{Set: map[string]any{"lease": lease}}, table.Exists(table.PK), cond)
 	}
-	_, err := a.table.Update(ctx, d.key, table.Update{Set: map[string]any{"lease": lease}}, table.Exists(table.PK), cond)
-	if rookery.IsKind(err, rookery.Conflict) {
-		return false, nil
+	writes := make([]table.Write, len(ds))
+	for i, d := range ds {
+		writes[i] = claim(d)
 	}
+	err := a.table.TransactWrite(ctx, writes)
 	if err == nil {
-		d.Lease = lease
+		for i := range ds {
+			ds[i].Lease = lease
+		}
+		return ds, nil
 	}
-	return err == nil, err
+	if !rookery.IsKind(err, rookery.Conflict) {
+		return nil, err
+	}
+	var held []QueuedDelivery
+	for _, d := range ds {
+		err := a.table.TransactWrite(ctx, []table.Write{claim(d)})
+		switch {
+		case err == nil:
+			d.Lease = lease
+			held = append(held, d)
+		case !rookery.IsKind(err, rookery.Conflict):
+			return held, err
+		}
+	}
+	return held, nil
 }
 
 // DeliveryDone removes a delivered d from its queue (if this dispatcher still holds its lease).

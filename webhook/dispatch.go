@@ -25,7 +25,7 @@ import (
 type Queue interface {
 	WebhookEndpoints(ctx context.Context) ([]app.WebhookEndpoint, error)
 	DueDeliveries(ctx context.Context, endpoint string, now time.Time, limit int) ([]app.QueuedDelivery, error)
-	ClaimDelivery(ctx context.Context, d *app.QueuedDelivery, until time.Time) (bool, error)
+	ClaimDeliveries(ctx context.Context, ds []app.QueuedDelivery, until time.Time) ([]app.QueuedDelivery, error)
 	DeliveryDone(ctx context.Context, d app.QueuedDelivery) error
 	RetryDelivery(ctx context.Context, d app.QueuedDelivery, at time.Time, lastErr string) error
 	DeadLetterDelivery(ctx context.Context, d app.QueuedDelivery, reason string) error
@@ -240,12 +240,14 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 		return
 	}
 	d.o.Backlog(ep.ID, len(due))
-	for i := range due {
-		del := due[i]
-		ok, err := d.o.Queue.ClaimDelivery(ctx, &del, now.Add(2*d.o.Timeout+5*time.Second)) // past the attempt and its settling
-		if err != nil || !ok {
-			continue // another dispatcher has it, or the table did not answer: the next poll sees
-		}
+	if len(due) == 0 {
+		return
+	}
+	held, err := d.o.Queue.ClaimDeliveries(ctx, due, now.Add(2*d.o.Timeout+5*time.Second)) // past the attempt and its settling
+	if err != nil && ctx.Err() == nil {
+		d.o.Logger.Warn("claiming webhook deliveries", "endpoint", ep.ID, "err", err)
+	}
+	for _, del := range held { // the others another dispatcher has
 		d.mu.Lock()
 		st.inFlight++
 		d.mu.Unlock()
