@@ -411,12 +411,12 @@ func (a *App) ApplyWebhooks(ctx context.Context, ev rookery.Event) error {
 		}
 		return a.queueDelivery(ctx, d.Endpoint, d.MessageID, d.Type, d.Body, a.clock.Now(), false) // an operator's replay: again
 	}
+	endpoints, err := a.webhookEndpoints(ctx)
+	if err != nil || !slices.ContainsFunc(endpoints, func(ep Webhook) bool { return ep.Enabled }) {
+		return err // no message is made for nobody
+	}
 	typ, data, err := a.webhookMessage(ctx, ev)
 	if err != nil || typ == "" {
-		return err
-	}
-	endpoints, err := a.webhookEndpoints(ctx)
-	if err != nil {
 		return err
 	}
 	var body []byte
