@@ -40,7 +40,7 @@ type Options struct {
 	// latency; Backlog, each poll's count of an endpoint's due deliveries (up to a page).
 	Observe func(endpoint, outcome string, took time.Duration)
 	Backlog func(endpoint string, due int)
-	// Concurrency is how many deliveries to one endpoint run at once in this process; 0 means 8.
+	// Concurrency is how many deliveries to one endpoint run at once in this process; 0 means 32.
 	Concurrency int
 	// Timeout is how long an endpoint has to answer; 0 means 10 s.
 	Timeout time.Duration
@@ -102,7 +102,7 @@ func New(o Options) *Dispatcher {
 		o.Backlog = func(string, int) {}
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+		o.Concurrency = 32
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second

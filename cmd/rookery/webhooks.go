@@ -25,7 +25,7 @@ func (c *webhooksConfig) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.allowHTTP, "webhooks-allow-http", false, "let webhook endpoints use plain http (development and tests)")
 	f.BoolVar(&c.allowPrivate, "webhooks-allow-private", false, "let webhook deliveries connect to loopback, private and other non-public addresses (development and tests)")
 	f.DurationVar(&c.timeout, "webhooks-timeout", 10*time.Second, "how long a webhook endpoint has to answer")
-	f.IntVar(&c.concurrency, "webhooks-concurrency", 8, "deliveries to one webhook endpoint at once, per worker process")
+	f.IntVar(&c.concurrency, "webhooks-concurrency", 32, "deliveries to one webhook endpoint at once, per worker process")
 	f.StringVar(&c.retries, "webhooks-retries", "5s,5m,30m,2h,5h,10h,10h", "the delays before each retry of a failed webhook delivery, comma-separated; after the last, it goes to the dead-letter queue")
 }
 
