@@ -43,7 +43,8 @@ func TestStreams(t *testing.T) {
 	t.Run("scale-out", func(t *testing.T) {
 		t.Logf("seed %d (rerun: go test ./faults -run TestStreams -faults.seed=%d)", seed, seed)
 		svc := startServices(t, dir)
-		d := startDeployment(t, bin, dir, svc, fmt.Sprintf("rkstream%d", seed), 2, 2)
+		// Heartbeats every 2 s: a stream reads its log for what the NATS bus lost at its heartbeat.
+		d := startDeployment(t, bin, dir, svc, fmt.Sprintf("rkstream%d", seed), 2, 2, "ROOKERY_STREAM_HEARTBEAT=2s")
 		runStreams(t, seed, d.apis, d.apis[0])
 	})
 }
@@ -53,7 +54,7 @@ func TestStreams(t *testing.T) {
 func startEmbedded(t *testing.T, bin, dir string) *node {
 	addr := "127.0.0.1:" + freePort(t)
 	n := &node{url: "http://" + addr, proc: &proc{name: "rookery", log: filepath.Join(dir, "rookery.log"),
-		env:  []string{"ROOKERY_AUTH_SECRET=" + string(secret), "ROOKERY_LOG_LEVEL=warn"},
+		env:  []string{"ROOKERY_AUTH_SECRET=" + string(secret), "ROOKERY_LOG_LEVEL=warn", "ROOKERY_STREAM_HEARTBEAT=2s"},
 		argv: []string{bin, "serve", "--addr", addr, "--data-dir", filepath.Join(dir, "data")}}}
 	n.start(t)
 	t.Cleanup(func() { n.stop(syscall.SIGTERM) })
@@ -71,6 +72,10 @@ type streamClient struct {
 	t    testing.TB
 	user string
 	tok  string
+	node *node // where it connects
+	// reconnects counts the times the server ended the stream and the client opened it again where
+	// it left off, as EventSource does (a stream dropped for falling behind, say).
+	reconnects int
 
 	mu     sync.Mutex
 	got    []streamEvent // every event received, in order
@@ -87,6 +92,7 @@ func newStreamClient(t testing.TB, user, tok string) *streamClient {
 
 // open connects to n, resuming after the last event received.
 func (c *streamClient) open(n *node) error {
+	c.node = n
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", n.url+"/v1/stream", nil)
 	req.Header.Set("Authorization", "Bearer "+c.tok)
@@ -173,11 +179,11 @@ func (c *streamClient) isOpen() bool {
 }
 
 // take waits until the stream has brought exactly the events want (keys, in any order), failing
-// the test at an event not in want or after 20 s.
+// the test at an event not in want or after 30 s.
 func (c *streamClient) take(step string, want []string) {
 	c.t.Helper()
 	left := slices.Clone(want)
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for len(left) > 0 {
 		c.mu.Lock()
 		fresh := c.got[c.unread:]
@@ -197,7 +203,14 @@ func (c *streamClient) take(step string, want []string) {
 		select {
 		case <-c.wake:
 		case <-deadline:
-			c.t.Fatalf("%s: %s's stream did not get %v within 20 s", step, c.user, left)
+			c.t.Fatalf("%s: %s's stream did not get %v within 30 s (it got %d events in all)", step, c.user, left, len(c.got))
+		case <-time.After(100 * time.Millisecond):
+			if !c.isOpen() { // the server ended it: open it again where it left off
+				c.reconnects++
+				if err := c.open(c.node); err != nil {
+					c.t.Fatalf("%s: reopening %s's stream: %v", step, c.user, err)
+				}
+			}
 		}
 	}
 }
@@ -365,7 +378,11 @@ func runStreams(t *testing.T, seed uint64, apis []*node, victim *node) {
 			t.Fatalf("event %d: resumed client %+v; never disconnected %+v", i, w.flaky.got[i], steady.got[i])
 		}
 	}
-	t.Logf("%d steps, %d events to %s; the second client resumed %d times", steps, len(steady.got), w.users[0], resumes)
+	reconnects := 0
+	for _, u := range w.users {
+		reconnects += w.streams[u].reconnects
+	}
+	t.Logf("%d steps, %d events to %s; the second client resumed %d times; streams the server ended and the clients reopened: %d", steps, len(steady.got), w.users[0], resumes, reconnects)
 }
 
 func mapsValues[K comparable, V any](m map[K]V) func(func(V) bool) {
