@@ -59,13 +59,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := a.streamPost(ctx, []string{p.AuthorID}, ev.ID, entry); err != nil {
 		return err
 	}
-	q := followersQuery(p.AuthorID)
-	q.Limit = fanoutPage
-	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
-		users := make([]string, len(edges))
-		for i, k := range edges {
-			users[i] = followerOf(k)
-		}
+	return a.eachFollowerPage(ctx, p.AuthorID, fanoutPage, func(users []string) error {
 		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
@@ -145,4 +139,17 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 		}
 	}
 	return a.timelines.Merge(ctx, reader, entries)
+}
+
+// eachFollowerPage calls each with author's followers, newest first, pages of up to limit.
+func (a *App) eachFollowerPage(ctx context.Context, author string, limit int, each func(users []string) error) error {
+	q := followersQuery(author)
+	q.Limit = limit
+	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
+		users := make([]string, len(edges))
+		for i, k := range edges {
+			users[i] = followerOf(k)
+		}
+		return each(users)
+	})
 }

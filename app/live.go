@@ -95,7 +95,6 @@ type NotificationEvent struct {
 // last id), then everything after Head as it is appended. Reset says the client's last id is no
 // longer in the log: send a reset first.
 type StreamStart struct {
-	User   string
 	Head   uint64
 	Events []StreamEvent
 	Reset  bool
@@ -132,7 +131,7 @@ func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error
 			return StreamStart{}, err
 		}
 	}
-	start := StreamStart{User: user, Head: head}
+	start := StreamStart{Head: head}
 	if lastID == "" || last == head {
 		return start, nil
 	}
@@ -399,8 +398,24 @@ func (a *App) runAppender(in chan appendReq) {
 	}
 }
 
-// commitAppends appends each of batch (one per user) in one transaction.
+// commitAppends appends each of batch (one per user) in one transaction; if its conditions fail
+// (another process's append took a number, a redelivery, a head that expired), one user at a time.
 func (a *App) commitAppends(ctx context.Context, batch []appendReq) error {
+	err := a.tryAppends(ctx, batch)
+	if !errors.As(err, new(*table.ConditionError)) {
+		return err
+	}
+	for _, r := range batch {
+		if err := a.appendOne(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tryAppends makes one attempt at appending each of batch (one per user) in one transaction, and
+// publishes them if it commits.
+func (a *App) tryAppends(ctx context.Context, batch []appendReq) error {
 	keys := make([]table.Key, len(batch))
 	for i, r := range batch {
 		keys[i] = streamHeadKey(r.user)
@@ -422,21 +437,11 @@ func (a *App) commitAppends(ctx context.Context, batch []appendReq) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	err = a.streamTable.TransactWrite(ctx, writes)
-	var ce *table.ConditionError
-	switch {
-	case err == nil:
-		for _, p := range published {
-			p()
-		}
-	case errors.As(err, &ce):
-		for _, r := range batch {
-			if err := a.appendOne(ctx, r.user, r.src, r.typ, r.data); err != nil {
-				return err
-			}
-		}
-	default:
+	if err := a.streamTable.TransactWrite(ctx, writes); err != nil {
 		return err
+	}
+	for _, p := range published {
+		p()
 	}
 	return nil
 }
@@ -462,23 +467,12 @@ func (a *App) publish(user string, seq int64, typ string, data []byte) {
 	}
 }
 
-// appendOne appends one event to user's log (see the invariants above) and publishes it.
-func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte) error {
-	const op rookery.Op = "app.appendStream"
+// appendOne appends r alone, reading its head again as long as another append takes the number.
+func (a *App) appendOne(ctx context.Context, r appendReq) error {
 	for range streamAttempts {
-		head, err := a.streamTable.Get(ctx, streamHeadKey(user))
-		if rookery.IsKind(err, rookery.NotFound) {
-			return nil // the user left StreamWindow ago
-		} else if err != nil {
-			return err
-		}
-		writes, next := a.appendWrites(user, src, typ, data, head.Int("seq"))
-		err = a.streamTable.TransactWrite(ctx, writes)
+		err := a.tryAppends(ctx, []appendReq{r})
 		var ce *table.ConditionError
 		switch {
-		case err == nil:
-			a.publish(user, next, typ, data)
-			return nil
 		case errors.As(err, &ce) && ce.Index == 1:
 			return nil // appended before, by an earlier delivery
 		case errors.As(err, &ce):
@@ -487,7 +481,7 @@ func (a *App) appendOne(ctx context.Context, user, src, typ string, data []byte)
 			return err
 		}
 	}
-	return rookery.E(op, rookery.Unavailable, "the stream log of "+user+" is being appended by many writers")
+	return rookery.E("app.appendStream", rookery.Unavailable, "the stream log of "+r.user+" is being appended by many writers")
 }
 
 // streamPost appends a feed.post event of the post entry refers to, as each reader may see it now
@@ -522,8 +516,8 @@ func (a *App) streamPost(ctx context.Context, readers []string, src string, entr
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
 // the stream logs of the present users it concerns. A post enters the feeds of its author and
 // every follower (celebrities' too: the read path merges theirs): fan-out appends those, as it
-// reads the followers anyway, and this handler only where there is no fan-out; a deleted post leaves them; an
-// unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
+// reads the followers anyway, and this handler only where there is no fan-out. A deleted post
+// leaves them; an unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
 // an unmute brings the author's recent posts in (as the timelines merge them). Notifications are
 // appended by the notifications consumer, which alone knows which it created.
 func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
@@ -589,13 +583,17 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		}
 		present, err := a.presentUsers(ctx, []string{p.UserID})
 		if err != nil || len(present) == 0 {
-			return err
+			return err // nobody to tell: the streak is not read
 		}
 		rec, err := a.loadStreak(ctx, op, p.UserID, false)
 		if err != nil {
 			return err
 		}
-		return a.appendStream(ctx, present, ev.ID, StreamStreak, rec.view(a.clock.Now()))
+		b, err := json.Marshal(rec.view(a.clock.Now()))
+		if err != nil {
+			return err
+		}
+		return a.appendBatch(ctx, present, ev.ID, StreamStreak, [][]byte{b})
 	}
 	return nil
 }
@@ -605,15 +603,7 @@ func (a *App) toAuthorAndFollowers(ctx context.Context, author string, each func
 	if err := each([]string{author}); err != nil {
 		return err
 	}
-	q := followersQuery(author)
-	q.Limit = table.MaxQueryLimit
-	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
-		users := make([]string, len(edges))
-		for i, k := range edges {
-			users[i] = followerOf(k)
-		}
-		return each(users)
-	})
+	return a.eachFollowerPage(ctx, author, table.MaxQueryLimit, each)
 }
 
 // streamRecent appends a feed.post event for each of author's recent posts (those a follow merges

@@ -156,10 +156,8 @@ func (a *App) streamNotices(ctx context.Context, all [][]table.Write) error {
 			}
 			continue
 		}
-		var actor rookery.Author
-		if u, err := a.table.Get(ctx, userKey(it.String("actor_id"))); err == nil {
-			actor = authorOf(u)
-		} else if !rookery.IsKind(err, rookery.NotFound) {
+		actor, err := a.authorByID(ctx, it.String("actor_id"))
+		if err != nil {
 			return err
 		}
 		unread, err := a.unreadCount(ctx, recipient)

@@ -271,6 +271,17 @@ func nonNil(l []string) []string {
 	return l
 }
 
+// authorByID reads user id as an author; a user who is gone is just their id.
+func (a *App) authorByID(ctx context.Context, id string) (rookery.Author, error) {
+	u, err := a.table.Get(ctx, userKey(id))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.Author{ID: id}, nil
+	} else if err != nil {
+		return rookery.Author{}, err
+	}
+	return authorOf(u), nil
+}
+
 func authorOf(u table.Item) rookery.Author {
 	return rookery.Author{ID: u.String("id"), Username: u.String("username"), DisplayName: u.String("display_name")}
 }

@@ -464,10 +464,8 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
-		author := rookery.Author{ID: p.AuthorID}
-		if u, err := a.table.Get(ctx, userKey(p.AuthorID)); err == nil {
-			author = authorOf(u)
-		} else if !rookery.IsKind(err, rookery.NotFound) {
+		author, err := a.authorByID(ctx, p.AuthorID)
+		if err != nil {
 			return "", nil, err
 		}
 		it, err := a.table.Get(ctx, postKey(p.PostID))
@@ -513,12 +511,11 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
-		n := Notification{ID: p.ID, Type: p.Type, Actor: rookery.Author{ID: p.Actor}, CreatedAt: p.At}
-		if u, err := a.table.Get(ctx, userKey(p.Actor)); err == nil {
-			n.Actor = authorOf(u)
-		} else if !rookery.IsKind(err, rookery.NotFound) {
+		actor, err := a.authorByID(ctx, p.Actor)
+		if err != nil {
 			return "", nil, err
 		}
+		n := Notification{ID: p.ID, Type: p.Type, Actor: actor, CreatedAt: p.At}
 		if p.Post != "" {
 			n.PostID = &p.Post
 		}

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/rookery/rookery/graph"
 	"github.com/rookery/rookery/internal/progress"
+	"github.com/rookery/rookery/internal/sse"
 )
 
 // Live delivery under load: streams held open by the harness, and a webhook receiver it runs.
@@ -124,39 +123,26 @@ func (s *Streams) hold(ctx context.Context, user string, ready chan<- error, sem
 	defer resp.Body.Close()
 	s.open.Add(1)
 	defer s.open.Add(-1)
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	post := false
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case bytes.Equal(line, []byte("event: feed.post")):
-			post = true
-		case post && bytes.HasPrefix(line, []byte("data: ")):
-			post = false
-			s.arrived(postIDOf(line), time.Now())
-		case len(line) == 0:
-			post = false
+	sse.Read(resp.Body, func(e sse.Event) bool {
+		if e.Type == "feed.post" {
+			s.arrived(postIDOf(e.Data), time.Now())
 		}
-	}
+		return true
+	})
 	if ctx.Err() == nil {
 		s.ended.Add(1)
 	}
 }
 
-// postIDOf reads the post id of a feed.post event's data line without decoding the rest.
-func postIDOf(data []byte) string {
+// postIDOf reads the post id of a feed.post event's data without decoding the rest.
+func postIDOf(data string) string {
 	const key = `"post":{"id":"`
-	i := bytes.Index(data, []byte(key))
-	if i < 0 {
+	_, rest, ok := strings.Cut(data, key)
+	if !ok {
 		return ""
 	}
-	rest := data[i+len(key):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return string(rest[:j])
+	id, _, _ := strings.Cut(rest, `"`)
+	return id
 }
 
 func (s *Streams) arrived(post string, at time.Time) {

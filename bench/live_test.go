@@ -20,7 +20,7 @@ func TestStreamLagEitherOrder(t *testing.T) {
 	if r.Count != 2 || r.Max < 29 || r.Max > 31 || r.P50 > 0.01 {
 		t.Fatalf("lags %+v; want 30 ms and ~0", r)
 	}
-	if id := postIDOf([]byte(`data: {"post":{"id":"01ABC","author":{}},"position":"x"}`)); id != "01ABC" {
+	if id := postIDOf(`{"post":{"id":"01ABC","author":{}},"position":"x"}`); id != "01ABC" {
 		t.Fatalf("postIDOf = %q", id)
 	}
 }

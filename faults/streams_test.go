@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery/internal/model"
+	"github.com/rookery/rookery/internal/sse"
 )
 
 // TestStreams is the end-to-end test of live streams, through the real binary. Every user holds a
@@ -118,36 +118,23 @@ func (c *streamClient) open(n *node) error {
 	go func() {
 		defer close(ended)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var ev streamEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				c.mu.Lock()
-				if ev.ID != "" { // as EventSource does, an id without an event counts too
-					c.last = ev.ID
-				}
-				c.mu.Unlock()
-				if ev.Type != "" {
-					c.mu.Lock()
-					c.got = append(c.got, ev)
-					c.mu.Unlock()
-					select {
-					case c.wake <- struct{}{}:
-					default:
-					}
-				}
-				ev = streamEvent{}
-			case strings.HasPrefix(line, "id: "):
-				ev.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				ev.Type = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				ev.Data = line[6:]
+		sse.Read(resp.Body, func(e sse.Event) bool {
+			c.mu.Lock()
+			if e.ID != "" { // as EventSource does, an id without an event counts too
+				c.last = e.ID
 			}
-		}
+			if e.Type != "" {
+				c.got = append(c.got, streamEvent{ID: e.ID, Type: e.Type, Data: e.Data})
+			}
+			c.mu.Unlock()
+			if e.Type != "" {
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
+			}
+			return true
+		})
 	}()
 	return nil
 }
@@ -410,15 +397,18 @@ func (w *streamWorld) other(u string) string {
 	}
 }
 
-// livePosts are the posts not deleted, in the order they were made.
-func (w *streamWorld) livePosts() []*model.Post {
-	var out []*model.Post
+// pickPost returns a random post, not deleted, of which ok holds; nil if there is none.
+func (w *streamWorld) pickPost(ok func(*model.Post) bool) *model.Post {
+	var can []*model.Post
 	for _, p := range w.m.Posts() {
-		if !p.Deleted {
-			out = append(out, p)
+		if !p.Deleted && ok(p) {
+			can = append(can, p)
 		}
 	}
-	return out
+	if len(can) == 0 {
+		return nil
+	}
+	return can[w.rng.IntN(len(can))]
 }
 
 // inFeed returns the users whose feed, per the model now, holds post id.
@@ -474,16 +464,10 @@ func (w *streamWorld) step() (string, map[string][]string) {
 			}
 			return "post " + id + " by " + u, want
 		case r < 42: // delete
-			var own []*model.Post
-			for _, p := range w.livePosts() {
-				if p.Author == u {
-					own = append(own, p)
-				}
-			}
-			if len(own) == 0 {
+			p := w.pickPost(func(p *model.Post) bool { return p.Author == u })
+			if p == nil {
 				continue
 			}
-			p := own[w.rng.IntN(len(own))]
 			w.c.must("DELETE", "/v1/posts/"+p.ID, w.tok[u], "", "", 204)
 			w.m.Delete(p.ID)
 			add(u, "remove post "+p.ID)
@@ -547,16 +531,10 @@ func (w *streamWorld) step() (string, map[string][]string) {
 			w.recentOf(add, u, v)
 			return u + " unmutes " + v, want
 		case r < 92: // like
-			var can []*model.Post
-			for _, p := range w.livePosts() {
-				if w.m.CanSee(u, p) && !p.Likes[u] {
-					can = append(can, p)
-				}
-			}
-			if len(can) == 0 {
+			p := w.pickPost(func(p *model.Post) bool { return w.m.CanSee(u, p) && !p.Likes[u] })
+			if p == nil {
 				continue
 			}
-			p := can[w.rng.IntN(len(can))]
 			w.c.must("PUT", "/v1/posts/"+p.ID+"/likes/"+u, w.tok[u], "", "", 200)
 			w.m.Like(p.ID, u)
 			add(u, "streak")
@@ -565,30 +543,18 @@ func (w *streamWorld) step() (string, map[string][]string) {
 			}
 			return u + " likes " + p.ID, want
 		case r < 95: // unlike
-			var liked []*model.Post
-			for _, p := range w.livePosts() {
-				if p.Likes[u] && w.m.CanSee(u, p) {
-					liked = append(liked, p)
-				}
-			}
-			if len(liked) == 0 {
+			p := w.pickPost(func(p *model.Post) bool { return p.Likes[u] && w.m.CanSee(u, p) })
+			if p == nil {
 				continue
 			}
-			p := liked[w.rng.IntN(len(liked))]
 			w.c.must("DELETE", "/v1/posts/"+p.ID+"/likes/"+u, w.tok[u], "", "", 200, 204)
 			w.m.Unlike(p.ID, u)
 			return u + " unlikes " + p.ID, want
 		default: // comment
-			var can []*model.Post
-			for _, p := range w.livePosts() {
-				if w.m.CanSee(u, p) {
-					can = append(can, p)
-				}
-			}
-			if len(can) == 0 {
+			p := w.pickPost(func(p *model.Post) bool { return w.m.CanSee(u, p) })
+			if p == nil {
 				continue
 			}
-			p := can[w.rng.IntN(len(can))]
 			reply := w.c.must("POST", "/v1/posts/"+p.ID+"/comments", w.tok[u], `{"text":"nice"}`, "", 201)
 			w.m.Comment(p.ID, u, reply.body["id"].(string))
 			add(u, "streak")

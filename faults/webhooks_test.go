@@ -79,6 +79,16 @@ func TestWebhooks(t *testing.T) {
 		likes      map[string]bool
 	}
 	var posts []*post
+	// live returns a random post not deleted, or nil.
+	live := func() *post {
+		if len(posts) == 0 {
+			return nil
+		}
+		if p := posts[rng.IntN(len(posts))]; p.id != "" {
+			return p
+		}
+		return nil
+	}
 	killAt := 20 + rng.IntN(20)
 	for step := range 60 {
 		if step == killAt {
@@ -104,9 +114,9 @@ func TestWebhooks(t *testing.T) {
 				follows[e] = true
 				want = append(want, "follow.created "+u+">"+v, "notification.created follow "+v)
 			}
-		case r < 7 && len(posts) > 0:
-			p := posts[rng.IntN(len(posts))]
-			if p.likes[u] || p.id == "" {
+		case r < 7:
+			p := live()
+			if p == nil || p.likes[u] {
 				continue
 			}
 			c.must("PUT", "/v1/posts/"+p.id+"/likes/"+u, tok[u], "", "", 200)
@@ -115,9 +125,9 @@ func TestWebhooks(t *testing.T) {
 			if p.author != u {
 				want = append(want, "notification.created like "+p.author)
 			}
-		case r < 8 && len(posts) > 0:
-			p := posts[rng.IntN(len(posts))]
-			if p.id == "" {
+		case r < 8:
+			p := live()
+			if p == nil {
 				continue
 			}
 			reply := c.must("POST", "/v1/posts/"+p.id+"/comments", tok[u], `{"text":"c"}`, "", 201)
@@ -125,9 +135,9 @@ func TestWebhooks(t *testing.T) {
 			if p.author != u {
 				want = append(want, "notification.created comment "+p.author)
 			}
-		case r < 9 && len(posts) > 0:
-			p := posts[rng.IntN(len(posts))]
-			if p.id == "" {
+		case r < 9:
+			p := live()
+			if p == nil {
 				continue
 			}
 			c.must("DELETE", "/v1/posts/"+p.id, tok[p.author], "", "", 204)

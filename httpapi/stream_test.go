@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/internal/sse"
 )
 
 // sseEvent is one Server-Sent Event as a client parses it.
@@ -76,25 +76,12 @@ func (f *fixture) tryStream(tok, lastID, query string) (*sseClient, int) {
 
 func (c *sseClient) read() {
 	defer close(c.ended)
-	sc := bufio.NewScanner(c.resp.Body)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if ev.typ != "" || ev.data != "" {
-				c.events <- ev
-			}
-			ev = sseEvent{}
-		case strings.HasPrefix(line, ":"), strings.HasPrefix(line, "retry:"):
-		case strings.HasPrefix(line, "id: "):
-			ev.id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			ev.typ = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			ev.data = line[6:]
+	sse.Read(c.resp.Body, func(e sse.Event) bool {
+		if e.Type != "" || e.Data != "" { // an id alone dispatches no event
+			c.events <- sseEvent{id: e.ID, typ: e.Type, data: e.Data}
 		}
-	}
+		return true
+	})
 }
 
 func (c *sseClient) close() {
