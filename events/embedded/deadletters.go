@@ -45,7 +45,7 @@ func (l *Log) write(op rookery.Op, fill func(b *cpebble.Batch) error) error {
 	if err := b.Commit(cpebble.Sync); err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
-	l.broadcastLocked()
+	l.wakeGroupsLocked()
 	return nil
 }
 

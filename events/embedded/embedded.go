@@ -89,13 +89,13 @@ type Log struct {
 	lastPublished chan struct{}
 	broken        error
 
-	mu      sync.Mutex
-	closed  bool
-	next    []uint64
-	first   []uint64 // per partition: the oldest offset not trimmed (a new group starts there)
-	tails   []tail   // per partition: the latest events, so that groups keeping up read no engine
-	groups  map[string]*group
-	changed chan struct{} // closed and replaced whenever something a waiting Next may want changes
+	mu     sync.Mutex
+	closed bool
+	next   []uint64
+	first  []uint64 // per partition: the oldest offset not trimmed (a new group starts there)
+	tails  []tail   // per partition: the latest events, so that groups keeping up read no engine
+	groups map[string]*group
+	done   chan struct{} // closed when the log is
 }
 
 var _ events.Log = (*Log)(nil)
@@ -129,7 +129,7 @@ func Open(opts Options) (*Log, error) {
 	if opts.TrimEvery == 0 {
 		opts.TrimEvery = time.Minute
 	}
-	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, changed: make(chan struct{})}
+	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, done: make(chan struct{})}
 	if err := l.load(opts.Partitions); err != nil {
 		if !l.shared {
 			db.Close()
@@ -254,10 +254,11 @@ func (l *Log) load(parts int) error {
 
 func (l *Log) partition(key string) int { return events.Partition(key, l.parts) }
 
-// broadcastLocked wakes every waiting Next.
-func (l *Log) broadcastLocked() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+// wakeGroupsLocked wakes a waiting Next of every group (group.wake says why one is enough).
+func (l *Log) wakeGroupsLocked() {
+	for _, g := range l.groups {
+		g.wake()
+	}
 }
 
 // Append implements events.Log.
@@ -403,7 +404,7 @@ func (l *Log) publish(pub *publication, err error) {
 				l.tails[a.p].push(a.off, a.ev)
 			}
 		}
-		l.broadcastLocked()
+		l.wakeGroupsLocked()
 	}
 	l.mu.Unlock()
 	if err != nil {
@@ -490,7 +491,7 @@ func (l *Log) Close() error {
 	defer l.mu.Unlock()
 	ferr := l.flushOffsetsLocked()
 	l.closed = true
-	l.broadcastLocked()
+	close(l.done)
 	var cerr error
 	if !l.shared {
 		cerr = l.db.Close()

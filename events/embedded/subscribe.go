@@ -30,6 +30,19 @@ type group struct {
 	// noReplays is set when the group's replay queue was found empty and cleared by Replay, so
 	// that looking for work does not scan the queue again and again.
 	noReplays bool
+	// signal wakes one of the group's waiting Nexts (wake).
+	signal chan struct{}
+}
+
+// wake wakes one waiting Next of the group, or the next to wait if none waits. One is enough: a
+// Next that finds a delivery wakes another in turn (there may be more), and one that finds none
+// wakes nobody. Waking every waiter of every group on each append and ack (as a broadcast would)
+// cost more CPU than some handlers at a thousand posts a second.
+func (g *group) wake() {
+	select {
+	case g.signal <- struct{}{}:
+	default:
+	}
 }
 
 // partState is a group's delivery state of one partition.
@@ -100,7 +113,7 @@ func (l *Log) groupLocked(name string) (*group, error) {
 	if g, ok := l.groups[name]; ok {
 		return g, nil
 	}
-	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts)}
+	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts), signal: make(chan struct{}, 1)}
 	for p := range l.parts {
 		v, closer, err := l.db.Get(offsetKey(name, p))
 		if err == cpebble.ErrNotFound {
@@ -150,15 +163,16 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 		s.l.mu.Lock()
 		if s.l.closed || s.closed {
 			s.l.mu.Unlock()
+			s.g.wake() // the wake may have been meant for another subscription's Next
 			return nil, rookery.E(op, rookery.Unavailable, "the subscription or the log is closed")
 		}
-		wake := s.l.changed
 		d, wait, err := s.pickLocked(s.l.clock.Now())
 		s.l.mu.Unlock()
 		if err != nil {
 			return nil, rookery.E(op, rookery.Internal, err)
 		}
 		if d != nil {
+			s.g.wake()
 			return d, nil
 		}
 		// Wait for a change, for the earliest retry or ack deadline, or at most 100 ms (a clock
@@ -168,7 +182,8 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
-		case <-wake:
+		case <-s.g.signal:
+		case <-s.l.done:
 		case <-timer.C:
 		}
 		timer.Stop()
@@ -302,7 +317,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 	}
 	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey = false, 0, time.Time{}, nil
 	delete(d.s.held, d.part)
-	l.broadcastLocked()
+	g.wake()
 	return nil
 }
 
@@ -319,7 +334,7 @@ func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
 	ps.inFlight = false
 	ps.notBefore = l.clock.Now().Add(delay)
 	delete(d.s.held, d.part)
-	l.broadcastLocked()
+	g.wake()
 	return nil
 }
 
@@ -334,8 +349,6 @@ func (s *subscription) Close() error {
 		}
 	}
 	s.held, s.closed = map[int]uint64{}, true
-	if !l.closed {
-		l.broadcastLocked()
-	}
+	s.g.wake()
 	return nil
 }
