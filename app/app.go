@@ -59,6 +59,11 @@ type Deps struct {
 	// serve passes the embedded store's unsynced writes when its event log is in the store's
 	// engine (pebble.DB.Unsynced says why that is safe).
 	StreamTable table.Table
+	// UnsyncedConsumers lets the consumers' writes go unsynced (table.WithoutSync): rookery serve
+	// sets it when the event log keeps its offsets in the store's engine, where they are written
+	// after the handlers' writes, so that a crash which loses a handler's write loses its event's
+	// offset too, and the event is handled again. Writes that stage events are synced still.
+	UnsyncedConsumers bool
 	// StreamPresenceDelay is how long a user's first stream waits before it begins when consumers
 	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
 	// waits for nothing.
@@ -94,14 +99,15 @@ type App struct {
 	otherGroups []string
 	streams     StreamPublisher
 
-	present       snapshot[map[string]bool]
-	appendersOnce sync.Once // the stream logs' appenders start with the first append
-	appenders     []chan appendReq
-	presenceDelay time.Duration
-	streamTable   table.Table
-	webhookPolicy WebhookPolicy
-	endpoints     snapshot[[]Webhook]
-	onQueued      func(endpoint string)
+	present           snapshot[map[string]bool]
+	appendersOnce     sync.Once // the stream logs' appenders start with the first append
+	appenders         []chan appendReq
+	presenceDelay     time.Duration
+	streamTable       table.Table
+	unsyncedConsumers bool
+	webhookPolicy     WebhookPolicy
+	endpoints         snapshot[[]Webhook]
+	onQueued          func(endpoint string)
 }
 
 // New returns the App over d.
@@ -125,7 +131,7 @@ func New(d Deps) *App {
 	if d.StreamTable == nil {
 		d.StreamTable = d.Table
 	}
-	return &App{streamTable: d.StreamTable, streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	return &App{streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -200,7 +206,7 @@ func (a *App) Consumers() []events.Consumer {
 	cs := []events.Consumer{
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
-		{Group: NotificationsGroup, Handle: a.ApplyNotifications},
+		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16},
 		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
 		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
@@ -218,6 +224,12 @@ func (a *App) Consumers() []events.Consumer {
 			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8, MaxAttempts: math.MaxInt32},
 			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup, MaxAttempts: math.MaxInt32},
 		)
+	}
+	if a.unsyncedConsumers {
+		for i := range cs {
+			handle := cs[i].Handle
+			cs[i].Handle = func(ctx context.Context, ev rookery.Event) error { return handle(table.WithoutSync(ctx), ev) }
+		}
 	}
 	return cs
 }

@@ -137,7 +137,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		Timelines: timelines, CelebrityThreshold: sc.timelines.celebrityThreshold, TimelineCap: sc.timelines.cap,
 		Engagement: eng, Logger: log, OnRebuild: m.ObserveRebuild, CursorKey: cursorKey, Streams: streams,
 		OtherGroups: []string{ExportGroup}, WebhookPolicy: sc.webhooks.policy(), StreamPresenceDelay: sc.streams.presenceDelay(sc.events),
-		StreamTable: b.streamTable,
+		StreamTable:       b.streamTable,
+		UnsyncedConsumers: b.direct,
 		OnWebhookQueued: func(endpoint string) {
 			if dispatcher != nil {
 				dispatcher.Wake(endpoint)

@@ -22,6 +22,7 @@ type Config struct {
 	Name       string // what the database is, in log lines and errors ("the event log")
 	Dir        string // the directory; ignored when InMemory
 	InMemory   bool   // keep everything in memory (tests)
+	FS         vfs.FS // if set, the file system Dir is in (tests: a crashable one); nil: the disk
 	CacheBytes int64  // the block cache
 	Logger     *slog.Logger
 	// Tune, if set, adjusts the options before opening (memtable sizes, compression).
@@ -41,6 +42,9 @@ func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
 		c.Tune(po)
 	}
 	dir := c.Dir
+	if c.FS != nil {
+		po.FS = c.FS
+	}
 	if c.InMemory {
 		po.FS, dir = vfs.NewMem(), ""
 	} else if dir == "" {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/internal/keylock"
@@ -34,6 +35,8 @@ type Options struct {
 	Dir string
 	// InMemory keeps everything in memory (tests): nothing survives Close.
 	InMemory bool
+	// FS, if set, is the file system Dir is in (tests: one that can simulate a crash).
+	FS vfs.FS
 	// Schema names the secondary indexes.
 	Schema table.Schema
 	// Clock decides TTL expiry. Required.
@@ -80,7 +83,7 @@ func Open(opts Options) (*DB, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	pdb, err := pebblekit.Open(op, pebblekit.Config{Name: "the embedded store", Dir: opts.Dir, InMemory: opts.InMemory,
+	pdb, err := pebblekit.Open(op, pebblekit.Config{Name: "the embedded store", Dir: opts.Dir, InMemory: opts.InMemory, FS: opts.FS,
 		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: tune})
 	if err != nil {
 		return nil, err
@@ -301,7 +304,7 @@ func (d *DB) Delete(ctx context.Context, k table.Key, conds ...table.Cond) error
 
 // Update implements table.Table.
 func (d *DB) Update(ctx context.Context, k table.Key, u table.Update, conds ...table.Cond) (table.Item, error) {
-	return d.update(ctx, k, u, conds, cpebble.Sync)
+	return d.update(ctx, k, u, conds, syncFor(ctx))
 }
 
 func (d *DB) update(ctx context.Context, k table.Key, u table.Update, conds []table.Cond, sync *cpebble.WriteOptions) (table.Item, error) {
@@ -315,7 +318,16 @@ func (d *DB) update(ctx context.Context, k table.Key, u table.Update, conds []ta
 
 // TransactWrite implements table.Table.
 func (d *DB) TransactWrite(ctx context.Context, writes []table.Write) error {
-	return d.transact(ctx, "pebble.TransactWrite", writes, nil, cpebble.Sync)
+	return d.transact(ctx, "pebble.TransactWrite", writes, nil, syncFor(ctx))
+}
+
+// syncFor returns how the writes under ctx are committed: synced unless table.WithoutSync
+// waived it.
+func syncFor(ctx context.Context) *cpebble.WriteOptions {
+	if table.SyncWaived(ctx) {
+		return cpebble.NoSync
+	}
+	return cpebble.Sync
 }
 
 // Unsynced returns the table with writes that are not synced: a crash may lose the latest of
@@ -451,6 +463,10 @@ func (d *DB) transact(ctx context.Context, op rookery.Op, writes []table.Write, 
 		if committed, err = stager.Stage(b, staged); err != nil {
 			return rookery.E(op, err)
 		}
+		// Staged events are published when the batch commits, and consumers act on them at once
+		// (a webhook delivered, say): they must be durable first, or a crash could lose them after
+		// they were seen, and the change that caused them be made again with new event ids.
+		sync = cpebble.Sync
 	}
 	err = b.Commit(sync)
 	if committed != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -81,5 +82,32 @@ func TestStager(t *testing.T) {
 	}
 	if _, err := db.Get(ctx, table.Key{PK: "OWN", SK: "2"}); !rookery.IsKind(err, rookery.NotFound) {
 		t.Fatalf("a failed transaction stored its own write: %v", err)
+	}
+}
+
+// Writes under table.WithoutSync may be lost by a crash, but not when they stage events: those are
+// published on commit, so they are synced, and so is everything committed before them.
+func TestWithoutSync(t *testing.T) {
+	ctx := table.WithoutSync(context.Background())
+	fs := vfs.NewCrashableMem()
+	opts := pebble.Options{Dir: "/db", FS: fs, Clock: rookery.SystemClock, CursorKey: []byte("k"), SweepInterval: -1}
+	db := open(t, opts)
+	db.SetStager(&keepStager{})
+	put := func(ws ...table.Write) {
+		t.Helper()
+		if err := db.TransactWrite(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(table.PutWrite(table.Item{table.PK: "OWN", table.SK: "before"}))
+	put(table.PutWrite(table.Item{table.PK: "OWN", table.SK: "staging"}), table.PutWrite(table.Item{table.PK: "KEEP", table.SK: "e1"}))
+	put(table.PutWrite(table.Item{table.PK: "OWN", table.SK: "after"}))
+
+	crashed := open(t, pebble.Options{Dir: "/db", FS: fs.CrashClone(vfs.CrashCloneCfg{}), Clock: rookery.SystemClock, CursorKey: []byte("k"), SweepInterval: -1})
+	for sk, want := range map[string]bool{"before": true, "staging": true, "after": false} {
+		_, err := crashed.Get(context.Background(), table.Key{PK: "OWN", SK: sk})
+		if got := err == nil; got != want {
+			t.Errorf("after the crash, %q is there: %v, want %v (err %v)", sk, got, want, err)
+		}
 	}
 }
