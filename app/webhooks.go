@@ -651,6 +651,7 @@ func (a *App) DueDeliveries(ctx context.Context, endpoint string, now time.Time,
 // ClaimDeliveries takes a lease until until on each of ds it can, in one transaction when no other
 // dispatcher took one of them first (else one at a time), and returns those it holds.
 func (a *App) ClaimDeliveries(ctx context.Context, ds []QueuedDelivery, until time.Time) ([]QueuedDelivery, error) {
+	ctx = table.WithoutSync(ctx) // a claim a crash loses lets the message go again: at least once
 	lease := until.UnixMilli()
 	claim := func(d QueuedDelivery) table.Write {
 		cond := table.NotExists("lease")
@@ -689,7 +690,8 @@ func (a *App) ClaimDeliveries(ctx context.Context, ds []QueuedDelivery, until ti
 
 // DeliveryDone removes a delivered d from its queue (if this dispatcher still holds its lease).
 func (a *App) DeliveryDone(ctx context.Context, d QueuedDelivery) error {
-	err := a.table.Delete(ctx, d.key, table.Compare("lease", table.OpEq, d.Lease))
+	// A removal a crash loses (unsynced) sends the message again, with its id: at least once.
+	err := a.table.Delete(table.WithoutSync(ctx), d.key, table.Compare("lease", table.OpEq, d.Lease))
 	if rookery.IsKind(err, rookery.Conflict) {
 		return nil // another dispatcher took it over after the lease ran out: it delivers it again
 	}

@@ -30,6 +30,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		streams                            int
 		webhooks                           bool
 		webhookSlow                        time.Duration
+		webhookTwin                        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --graph FILE",
@@ -104,7 +105,16 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if live, err = startLive(cmd.Context(), c, g, prefix, seed, streams, webhooks, webhookSlow, stderr); err != nil {
+				if webhookTwin && webhookSlow > 0 {
+					return errors.New("--webhook-twin and --webhook-slow each register the second endpoint: give one")
+				}
+				second := webhookSlow
+				if webhookTwin {
+					second = 0
+				} else if webhookSlow == 0 {
+					second = -1
+				}
+				if live, err = startLive(cmd.Context(), c, g, prefix, seed, streams, webhooks, second, stderr); err != nil {
 					return err
 				}
 				defer live.close()
@@ -180,7 +190,8 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&out, "out", "", "write the results as JSON to this file")
 	f.IntVar(&streams, "streams", 0, "hold this many users' streams (GET /v1/stream) open during the run, and measure each feed.post event's lag from its post's 201 (stream_lag); also reports the server's memory per idle stream")
 	f.BoolVar(&webhooks, "webhooks", false, "run a webhook receiver, register it for every event type, and measure deliveries per second and their lag from the event (webhook_lag); the server needs --webhooks-allow-http --webhooks-allow-private")
-	f.DurationVar(&webhookSlow, "webhook-slow", 0, "with --webhooks, register a second endpoint that answers after this long (its lag is webhook_slow_lag)")
+	f.DurationVar(&webhookSlow, "webhook-slow", 0, "with --webhooks, register a second endpoint that answers after this long (its lag is webhook_second_lag)")
+	f.BoolVar(&webhookTwin, "webhook-twin", false, "with --webhooks, register a second endpoint that answers at once (its lag is webhook_second_lag): the baseline of a --webhook-slow run, with as many endpoints")
 	cfg.addClientFlags(f)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",

@@ -20,14 +20,16 @@ import (
 type liveLoad struct {
 	streams  *bench.Streams
 	fast     *bench.Receiver
-	slow     *bench.Receiver
-	webhooks []string // registered endpoints, deleted at the end
+	second   *bench.Receiver // answering after a delay, or at once
+	webhooks []string        // registered endpoints, deleted at the end
 	c        *apiClient
 	before   int64 // deliveries received when the measured run began
 	began    time.Time
 }
 
-func startLive(ctx context.Context, c *apiClient, g graph.Graph, prefix string, seed uint64, streams int, webhooks bool, slow time.Duration, out io.Writer) (*liveLoad, error) {
+// startLive opens streams and starts the webhook receivers: the first answering at once, and a
+// second answering after the delay second unless it is negative.
+func startLive(ctx context.Context, c *apiClient, g graph.Graph, prefix string, seed uint64, streams int, webhooks bool, second time.Duration, out io.Writer) (*liveLoad, error) {
 	l := &liveLoad{c: c}
 	if webhooks {
 		var err error
@@ -35,8 +37,8 @@ func startLive(ctx context.Context, c *apiClient, g graph.Graph, prefix string, 
 			l.close()
 			return nil, err
 		}
-		if slow > 0 {
-			if l.slow, err = l.receiver(ctx, slow); err != nil {
+		if second >= 0 {
+			if l.second, err = l.receiver(ctx, second); err != nil {
 				l.close()
 				return nil, err
 			}
@@ -112,8 +114,8 @@ func (l *liveLoad) reset() {
 		l.fast.Reset()
 		l.before = l.fast.Count()
 	}
-	if l.slow != nil {
-		l.slow.Reset()
+	if l.second != nil {
+		l.second.Reset()
 	}
 	l.began = time.Now()
 }
@@ -151,8 +153,8 @@ func (l *liveLoad) collect(ctx context.Context, r *bench.Result, out io.Writer) 
 		n := l.fast.Count() - l.before
 		fmt.Fprintf(out, "bench: the webhook receiver got %d messages in %.1f s of load: %.0f/s\n", n, r.Duration, float64(n)/r.Duration)
 	}
-	if l.slow != nil {
-		r.Ops["webhook_slow_lag"] = l.slow.Result()
+	if l.second != nil {
+		r.Ops["webhook_second_lag"] = l.second.Result()
 	}
 }
 
@@ -166,7 +168,7 @@ func (l *liveLoad) close() {
 	if l.fast != nil {
 		l.fast.Close()
 	}
-	if l.slow != nil {
-		l.slow.Close()
+	if l.second != nil {
+		l.second.Close()
 	}
 }
