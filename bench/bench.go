@@ -92,6 +92,8 @@ type Config struct {
 	Progress  io.Writer // the run's progress (a bar on a terminal, a line every few seconds elsewhere); nil for none
 	// OnPost, if set, is told each post's id and when its 201 came (Streams.Posted).
 	OnPost func(id string, at time.Time)
+	// Meter, if set, measures the server around each run (its CPU, memory and catching up).
+	Meter Meter
 }
 
 // OpResult is one operation's figures; latencies in milliseconds.
@@ -115,6 +117,28 @@ type Result struct {
 	Requests     int64                `json:"requests"`
 	ErrorRate    float64              `json:"error_rate"` // share of requests answered 5xx, 429 or not at all
 	Ops          map[string]*OpResult `json:"ops"`
+	Server       *ServerUsage         `json:"server,omitempty"` // from Config.Meter
+}
+
+// A Meter measures the server under load: Start before a run's first request, Stop after its
+// last reply.
+type Meter interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context, r *Result) // sets r.Server
+}
+
+// ServerUsage is what the server spent on a run, from its own metrics.
+type ServerUsage struct {
+	// CPUSeconds is the server's CPU from the run's start until its consumers caught up (or
+	// gave up waiting), and CPUPerRequestMs that divided by the run's requests: what a request
+	// costs, its events' handling included.
+	CPUSeconds      float64 `json:"cpu_s"`
+	CPUPerRequestMs float64 `json:"cpu_per_request_ms"`
+	PeakRSSMiB      float64 `json:"peak_rss_mib"` // sampled every half second
+	// BehindAtEnd is how many events the consumers had yet to handle when the last reply came,
+	// and CaughtUpS how long after that they had none (negative: not within the wait).
+	BehindAtEnd float64 `json:"behind_at_end"`
+	CaughtUpS   float64 `json:"caught_up_s"`
 }
 
 type recorder struct {
@@ -154,6 +178,11 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	rec := &recorder{hist: map[string]*hdrhistogram.Histogram{}, errs: map[string]map[string]int{}}
+	if cfg.Meter != nil {
+		if err := cfg.Meter.Start(ctx); err != nil {
+			return Result{}, err
+		}
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	next := start
@@ -217,6 +246,9 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	}
 	if sent > 0 {
 		res.ErrorRate = float64(errors) / float64(sent)
+	}
+	if cfg.Meter != nil {
+		cfg.Meter.Stop(ctx, &res)
 	}
 	return res, ctx.Err()
 }
@@ -284,6 +316,14 @@ func Table(out io.Writer, r Result) {
 			errs = append(errs, fmt.Sprintf("timed out:%d", o.TimedOut))
 		}
 		fmt.Fprintf(out, "%-11s %8d %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", op, o.Count, o.P50, o.P90, o.P99, o.P999, o.Max, strings.Join(errs, " "))
+	}
+	if u := r.Server; u != nil {
+		caught := fmt.Sprintf("caught up %.1f s after the load", u.CaughtUpS)
+		if u.CaughtUpS < 0 {
+			caught = "still behind when the wait ended"
+		}
+		fmt.Fprintf(out, "server: %.1f s of CPU (%.2f ms per request, its events' handling included), peak RSS %.0f MiB; consumers %.0f events behind at the end, %s\n",
+			u.CPUSeconds, u.CPUPerRequestMs, u.PeakRSSMiB, u.BehindAtEnd, caught)
 	}
 }
 

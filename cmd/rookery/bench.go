@@ -31,6 +31,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		webhooks                           bool
 		webhookSlow                        time.Duration
 		webhookTwin                        bool
+		catchUpWait                        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --graph FILE",
@@ -56,6 +57,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			var t bench.Target
+			var meter bench.Meter
 			switch target {
 			case "rookery":
 				c, err := newAPIClient(cfg, server, conns)
@@ -75,6 +77,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				ht := bench.NewHTTPTarget(server, c.token, prefix, conns)
 				ht.FeedLimit = feedLimit
 				t = ht
+				if catchUpWait > 0 {
+					meter = &serverMeter{c: c, wait: catchUpWait, out: stderr}
+				}
 			case "postgres":
 				pt, err := bench.NewPostgresTarget(cmd.Context(), pgURL, baseName, 64)
 				if err != nil {
@@ -95,7 +100,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			default:
 				return fmt.Errorf("--target must be rookery, postgres or redis-list, not %q", target)
 			}
-			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr}
+			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr, Meter: meter}
 			var live *liveLoad
 			if streams > 0 || webhooks {
 				if target != "rookery" {
@@ -145,9 +150,13 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				bench.Table(stdout, r)
 			}
 			if sweep {
-				if rate, ok := bench.Knee(results, bound); ok {
+				rate, ok := bench.Knee(results, bound)
+				switch {
+				case ok && rate == results[len(results)-1].TargetRate:
+					fmt.Fprintf(stdout, "\nknee: not reached (every step passed, up to %.0f/s: raise --steps or --rate)\n", rate)
+				case ok:
 					fmt.Fprintf(stdout, "\nknee: %.0f/s (the last rate with every p99 <= %v and errors <= 1%%)\n", rate, bound)
-				} else {
+				default:
 					fmt.Fprintf(stdout, "\nknee: none (the first rate already failed the bound)\n")
 				}
 			}
@@ -191,6 +200,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&streams, "streams", 0, "hold this many users' streams (GET /v1/stream) open during the run, and measure each feed.post event's lag from its post's 201 (stream_lag); also reports the server's memory per idle stream")
 	f.BoolVar(&webhooks, "webhooks", false, "run a webhook receiver, register it for every event type, and measure deliveries per second and their lag from the event (webhook_lag); the server needs --webhooks-allow-http --webhooks-allow-private")
 	f.DurationVar(&webhookSlow, "webhook-slow", 0, "with --webhooks, register a second endpoint that answers after this long (its lag is webhook_second_lag)")
+	f.DurationVar(&catchUpWait, "catch-up-wait", time.Minute, "with --target rookery: after each run, the longest wait for the server's consumers to catch up; the server's CPU (per request) is counted until they did, and its peak memory over the run (0 measures nothing)")
 	f.BoolVar(&webhookTwin, "webhook-twin", false, "with --webhooks, register a second endpoint that answers at once (its lag is webhook_second_lag): the baseline of a --webhook-slow run, with as many endpoints")
 	cfg.addClientFlags(f)
 	cmd.AddCommand(&cobra.Command{

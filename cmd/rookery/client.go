@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,18 +77,11 @@ func (e *statusError) Error() string { return e.msg }
 func (c *apiClient) waitDrained(ctx context.Context, timeout time.Duration, out io.Writer) error {
 	start := time.Now()
 	for {
-		body, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+		f, err := c.serverFigures(ctx)
 		if err != nil {
 			return err
 		}
-		behind := 0.0
-		for line := range strings.Lines(string(body)) {
-			if rest, ok := strings.CutPrefix(line, "rookery_consumer_lag_events{"); ok {
-				_, v, _ := strings.Cut(rest, "} ")
-				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				behind += n
-			}
-		}
+		behind := f.behind
 		if behind == 0 {
 			fmt.Fprintf(out, "\nconsumers caught up in %s\n", time.Since(start).Round(time.Second))
 			return nil

@@ -19,6 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/bench"
 	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/eventstest"
@@ -522,7 +523,7 @@ func TestBenchCommand(t *testing.T) {
 	out := filepath.Join(dir, "result.json")
 	table := command(t, nil, "bench", "--graph", g, "--import", "--server", srv.url, "--data-dir", dir,
 		"--rate", "40", "--duration", "2s", "--lag-sample", "1", "--out", out, "--users", "zipf")
-	for _, want := range []string{"feed", "post", "user", "p99.9 ms", "achieved"} {
+	for _, want := range []string{"feed", "post", "user", "p99.9 ms", "achieved", "ms per request", "peak RSS"} {
 		if !strings.Contains(table, want) {
 			t.Fatalf("the table has no %q:\n%s", want, table)
 		}
@@ -539,6 +540,7 @@ func TestBenchCommand(t *testing.T) {
 				Count  int            `json:"count"`
 				Errors map[string]int `json:"errors"`
 			} `json:"ops"`
+			Server *bench.ServerUsage `json:"server"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil || len(res.Results) != 1 {
@@ -548,13 +550,17 @@ func TestBenchCommand(t *testing.T) {
 	if r.Requests < 20 || r.ErrorRate != 0 || r.Ops["feed"].Count == 0 || len(r.Ops["feed"].Errors) != 0 {
 		t.Fatalf("results: %s", b)
 	}
+	// The server's own figures: CPU (the test binary serves, so some), memory, and catching up.
+	if u := r.Server; u == nil || u.CPUSeconds <= 0 || u.CPUPerRequestMs <= 0 || u.PeakRSSMiB <= 0 || u.CaughtUpS < 0 {
+		t.Fatalf("the server's usage: %+v\n%s", u, b)
+	}
 	if rep := command(t, nil, "bench", "report", out, out); !strings.Contains(rep, "1.00x") || !strings.Contains(rep, "feed") {
 		t.Fatalf("report:\n%s", rep)
 	}
-	// A sweep stops at the bound and names the knee.
+	// A sweep whose every step passes has not reached the knee.
 	sw := command(t, nil, "bench", "--graph", g, "--server", srv.url, "--data-dir", dir,
 		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
-	if !strings.Contains(sw, "knee: 30/s") {
+	if !strings.Contains(sw, "knee: not reached (every step passed, up to 30/s") {
 		t.Fatalf("sweep:\n%s", sw)
 	}
 }
