@@ -64,6 +64,10 @@ type Deps struct {
 	// after the handlers' writes, so that a crash which loses a handler's write loses its event's
 	// offset too, and the event is handled again. Writes that stage events are synced still.
 	UnsyncedConsumers bool
+	// FollowerCacheIDs, if positive, keeps authors' follower lists in memory for fan-out, up to
+	// this many ids in all. Only for a process that is its store's only writer of follows (the
+	// embedded store), since a list kept is trusted until this process changes it.
+	FollowerCacheIDs int
 	// StreamPresenceDelay is how long a user's first stream waits before it begins when consumers
 	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
 	// waits for nothing.
@@ -105,6 +109,7 @@ type App struct {
 	presenceDelay     time.Duration
 	streamTable       table.Table
 	unsyncedConsumers bool
+	followers         *followerLists
 	webhookPolicy     WebhookPolicy
 	endpoints         snapshot[[]Webhook]
 	onQueued          func(endpoint string)
@@ -131,7 +136,7 @@ func New(d Deps) *App {
 	if d.StreamTable == nil {
 		d.StreamTable = d.Table
 	}
-	return &App{streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	return &App{streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

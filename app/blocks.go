@@ -32,6 +32,8 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
 		return err
 	}
+	defer a.followers.change(id)() // the follows both ways end
+	defer a.followers.change(target)()
 	for attempt := 0; attempt < 5; attempt++ {
 		got, err := a.table.BatchGet(ctx, []table.Key{userKey(target), blockKey(id, target), followKey(id, target), followKey(target, id)})
 		if err != nil {

@@ -143,13 +143,27 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 
 // eachFollowerPage calls each with author's followers, newest first, pages of up to limit.
 func (a *App) eachFollowerPage(ctx context.Context, author string, limit int, each func(users []string) error) error {
+	if list, ok := a.followers.get(author); ok {
+		for i := 0; i < len(list); i += limit {
+			if err := each(list[i:min(len(list), i+limit)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fill := a.followers.fill(author)
 	q := followersQuery(author)
 	q.Limit = limit
-	return table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
+	err := table.EachKeyPage(ctx, a.table, q, func(edges []table.Key) error {
 		users := make([]string, len(edges))
 		for i, k := range edges {
 			users[i] = followerOf(k)
 		}
+		fill.add(users)
 		return each(users)
 	})
+	if err == nil {
+		a.followers.keep(fill)
+	}
+	return err
 }

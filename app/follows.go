@@ -48,6 +48,7 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	if got[2] != nil || got[3] != nil {
 		return rookery.Time{}, rookery.E(op, rookery.Forbidden, "a block stands between these users")
 	}
+	defer a.followers.change(target)()
 	// A few attempts: between a follow that finds the edge already there and the read of when it
 	// was made, a concurrent unfollow may remove it; then the follow is made again.
 	for attempt := 0; attempt < 5; attempt++ {
@@ -86,6 +87,7 @@ func (a *App) Unfollow(ctx context.Context, id, target string) error {
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
+	defer a.followers.change(target)()
 	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(followKey(id, target), table.Exists(table.PK))}, ev)
 	var ce *table.ConditionError
 	if errors.As(err, &ce) && ce.Index == 0 {

@@ -121,6 +121,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// followerCache is the follower-list cache the fixture's App keeps: on Pebble, as rookery serve.
+func followerCache(onPebble bool) int {
+	if onPebble {
+		return 1_000_000
+	}
+	return 0
+}
+
 func openStore(t testing.TB, clock rookery.Clock) table.Table {
 	return testtable.FromEnv(t, app.Schema, clock)
 }
@@ -167,7 +175,9 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		Streams:     live.Local{Hub: hub},
 		// The receivers of the tests listen on loopback, over plain http.
 		WebhookPolicy:   app.WebhookPolicy{AllowHTTP: !cfg.strictWebhooks, AllowPrivate: !cfg.strictWebhooks},
-		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) }})
+		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) },
+		// As rookery serve sets them on the embedded store.
+		UnsyncedConsumers: onPebble, FollowerCacheIDs: followerCache(onPebble)})
 	dispatcher = webhook.New(webhook.Options{Queue: application, Concurrency: 4, Timeout: 500 * time.Millisecond,
 		Retries: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, Poll: 20 * time.Millisecond,
 		AllowPrivate: !cfg.strictWebhooks && !cfg.refusePrivateDial, Observe: m.ObserveWebhook, Backlog: m.SetWebhookBacklog,

@@ -139,6 +139,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		OtherGroups: []string{ExportGroup}, WebhookPolicy: sc.webhooks.policy(), StreamPresenceDelay: sc.streams.presenceDelay(sc.events),
 		StreamTable:       b.streamTable,
 		UnsyncedConsumers: b.direct,
+		FollowerCacheIDs:  followerCache(cfg, sc),
 		OnWebhookQueued: func(endpoint string) {
 			if dispatcher != nil {
 				dispatcher.Wake(endpoint)
@@ -222,4 +223,13 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// followerCache is the size of fan-out's cache of follower lists: only with the embedded store,
+// which no other process writes (app.Deps.FollowerCacheIDs).
+func followerCache(cfg *config, sc serveConfig) int {
+	if cfg.store != "pebble" {
+		return 0
+	}
+	return sc.timelines.followerCache
 }
