@@ -253,9 +253,9 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	return res, ctx.Err()
 }
 
-// Sweep raises the rate from cfg.Rate by half each step until some operation's p99 passes bound
+// Sweep raises the rate from cfg.Rate by factor each step until some operation's p99 passes bound
 // or errors pass 1%, and returns every step; the knee is the last step that passed.
-func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int) ([]Result, error) {
+func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int, factor float64) ([]Result, error) {
 	var out []Result
 	for range steps {
 		r, err := Run(ctx, t, cfg)
@@ -266,7 +266,7 @@ func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps
 		if !passes(r, bound) {
 			break
 		}
-		cfg.Rate *= 1.5
+		cfg.Rate *= factor
 	}
 	return out, nil
 }

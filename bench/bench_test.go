@@ -116,7 +116,7 @@ func TestSweepFindsTheKnee(t *testing.T) {
 	f.stalled.Store(true)
 	slow := &slowTarget{inner: f, each: 10 * time.Millisecond}
 	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 40, Duration: 700 * time.Millisecond, Prefix: "g", Seed: 1}
-	rs, err := bench.Sweep(context.Background(), slow, cfg, 60*time.Millisecond, 6)
+	rs, err := bench.Sweep(context.Background(), slow, cfg, 60*time.Millisecond, 6, 1.5)
 	if err != nil {
 		t.Fatal(err)
 	}

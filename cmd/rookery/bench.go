@@ -26,6 +26,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		rate, lagSample                    float64
 		duration, bound, warmup, drainFor  time.Duration
 		steps, conns, feedLimit            int
+		sweepFactor                        float64
 		seed                               uint64
 		streams                            int
 		webhooks                           bool
@@ -41,7 +42,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 			"baseline (--target postgres or redis-list, loaded with the graph). Latency is measured\n" +
 			"from each request's intended send time, into HDR histograms per operation; fan-out lag is\n" +
 			"probed on a sample of posts. Prints a table; --out writes everything as JSON. --sweep raises\n" +
-			"the rate by half each step until a p99 passes --p99-bound or errors pass 1% (the knee).\n" +
+			"the rate by --sweep-factor each step until a p99 passes --p99-bound or errors pass 1% (the knee).\n" +
 			"Mixes: dsb (60% feed, 30% user posts, 10% post), follow, like, delete, write-heavy, feed, post.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,7 +136,10 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				}
 			}
 			if sweep {
-				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps)
+				if sweepFactor <= 1 {
+					return errors.New("--sweep-factor must be more than 1")
+				}
+				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps, sweepFactor)
 			} else {
 				var r bench.Result
 				live.reset()
@@ -193,6 +197,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.BoolVar(&sweep, "sweep", false, "raise the rate until a p99 passes --p99-bound or errors pass 1%")
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
+	f.Float64Var(&sweepFactor, "sweep-factor", 1.2, "a sweep's rate grows by this factor each step (the knee is known to within it)")
 	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
 	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
