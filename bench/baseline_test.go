@@ -65,6 +65,26 @@ func TestBaselinesServeTheFeed(t *testing.T) {
 			if f := tg.Do(ctx, bench.Request{Op: bench.OpFeed, User: 0}); !slices.Equal(f.Feed, []string{p1.PostID}) {
 				t.Fatalf("feed after the delete = %v", f.Feed)
 			}
+			// Hydrated (for the HTTP front), a read also gives each post whole: author, text, likes
+			// and whether the reader liked it.
+			switch b := tg.(type) {
+			case *bench.PostgresTarget:
+				b.Hydrated = true
+				defer func() { b.Hydrated = false }()
+			case *bench.RedisListTarget:
+				b.Hydrated = true
+				defer func() { b.Hydrated = false }()
+			}
+			f := tg.Do(ctx, bench.Request{Op: bench.OpFeed, User: 0})
+			if len(f.Rows) != 1 {
+				t.Fatalf("hydrated feed = %+v", f)
+			}
+			if r := f.Rows[0]; r.ID != p1.PostID || r.Author != 1 || r.Text != "one" || r.Likes != 1 || !r.LikedByMe || time.Since(r.CreatedAt) > time.Minute {
+				t.Fatalf("hydrated row = %+v", r)
+			}
+			if f := tg.Do(ctx, bench.Request{Op: bench.OpFeed, User: 2}); len(f.Rows) != 1 || f.Rows[0].LikedByMe {
+				t.Fatalf("another reader's hydrated feed = %+v", f.Rows)
+			}
 			// A short run of the write-heavy mix works end to end.
 			r, err := bench.Run(ctx, tg, bench.Config{Graph: tiny, Mix: bench.Mixes["write-heavy"], Rate: 100, Duration: 500 * time.Millisecond, Prefix: "g", Seed: 3})
 			if err != nil || r.ErrorRate != 0 {

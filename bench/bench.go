@@ -70,6 +70,19 @@ type Reply struct {
 	PostID string
 	Feed   []string
 	Next   string
+	// Rows are the posts of a feed or user-posts read, whole, from a baseline whose Hydrated is set
+	// (what its HTTP front, rookery bench front, renders).
+	Rows []PostRow
+}
+
+// PostRow is a post as a baseline reads it for its HTTP front: what Rookery's hydrated post shows.
+type PostRow struct {
+	ID        string
+	Author    int
+	Text      string
+	CreatedAt time.Time
+	Likes     int64
+	LikedByMe bool
 }
 
 // Target runs requests against a system under test.

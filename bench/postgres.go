@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +20,9 @@ import (
 type PostgresTarget struct {
 	pool   *pgxpool.Pool
 	schema string
+	// Hydrated reads each post whole, with whether the reader liked it, into Reply.Rows: what a
+	// front with Rookery's reply shape needs (rookery bench front). Unset: the raw floor.
+	Hydrated bool
 }
 
 // NewPostgresTarget connects to url (a pool of conns connections) and creates schema's tables if
@@ -97,6 +101,9 @@ const userSQL = `SELECT p.id, p.author, u.username, p.text, p.created_at, p.like
 	FROM posts p JOIN users u ON u.id = p.author WHERE p.author = $1
 	ORDER BY p.created_at DESC, p.id DESC LIMIT $2`
 
+// likedSQL adds whether the reader ($1) liked each post, for the hydrated reads.
+const likedSQL = `SELECT f.*, EXISTS (SELECT 1 FROM likes l WHERE l.post = f.id AND l."user" = $1) FROM (%s) f`
+
 // Do implements Target; statuses mirror the HTTP API's.
 func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 	u := int64(r.User)
@@ -105,6 +112,9 @@ func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 		q := feedSQL
 		if r.Op == OpUser {
 			q = userSQL
+		}
+		if p.Hydrated {
+			q = fmt.Sprintf(likedSQL, q)
 		}
 		rows, err := p.pool.Query(ctx, q, u, r.pageSize(DSBPageSize))
 		if err != nil {
@@ -115,12 +125,20 @@ func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 		for rows.Next() {
 			var id, author int64
 			var username, text string
-			var at any
+			var at time.Time
 			var likes int
-			if err := rows.Scan(&id, &author, &username, &text, &at, &likes); err != nil {
+			var liked bool
+			dest := []any{&id, &author, &username, &text, &at, &likes}
+			if p.Hydrated {
+				dest = append(dest, &liked)
+			}
+			if err := rows.Scan(dest...); err != nil {
 				return Reply{Status: 500}
 			}
 			rep.Feed = append(rep.Feed, strconv.FormatInt(id, 10))
+			if p.Hydrated {
+				rep.Rows = append(rep.Rows, PostRow{ID: rep.Feed[len(rep.Feed)-1], Author: int(author), Text: text, CreatedAt: at, Likes: int64(likes), LikedByMe: liked})
+			}
 		}
 		if rows.Err() != nil {
 			return Reply{Status: 500}

@@ -19,6 +19,9 @@ import (
 type RedisListTarget struct {
 	c      goredis.UniversalClient
 	prefix string
+	// Hydrated reads each post whole, with its like count and whether the reader liked it, into
+	// Reply.Rows (rookery bench front). Unset: the raw floor.
+	Hydrated bool
 }
 
 // NewRedisListTarget uses the Redis at addr with keys under prefix.
@@ -91,8 +94,14 @@ func (t *RedisListTarget) Do(ctx context.Context, r Request) Reply {
 		}
 		pipe := t.c.Pipeline()
 		bodies := make([]*goredis.MapStringStringCmd, len(ids))
+		likes := make([]*goredis.IntCmd, len(ids))
+		liked := make([]*goredis.BoolCmd, len(ids))
 		for i, id := range ids {
 			bodies[i] = pipe.HGetAll(ctx, t.key("post", id))
+			if t.Hydrated {
+				likes[i] = pipe.SCard(ctx, t.key("likes", id))
+				liked[i] = pipe.SIsMember(ctx, t.key("likes", id), u)
+			}
 		}
 		if len(ids) > 0 {
 			if _, err := pipe.Exec(ctx); err != nil {
@@ -101,8 +110,16 @@ func (t *RedisListTarget) Do(ctx context.Context, r Request) Reply {
 		}
 		rep := Reply{Status: 200}
 		for i, b := range bodies {
-			if len(b.Val()) > 0 {
-				rep.Feed = append(rep.Feed, ids[i])
+			body := b.Val()
+			if len(body) == 0 {
+				continue
+			}
+			rep.Feed = append(rep.Feed, ids[i])
+			if t.Hydrated {
+				author, _ := strconv.Atoi(body["author"])
+				ms, _ := strconv.ParseInt(body["created_at"], 10, 64)
+				rep.Rows = append(rep.Rows, PostRow{ID: ids[i], Author: author, Text: body["text"], CreatedAt: time.UnixMilli(ms).UTC(),
+					Likes: likes[i].Val(), LikedByMe: liked[i].Val()})
 			}
 		}
 		return rep

@@ -208,6 +208,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&catchUpWait, "catch-up-wait", time.Minute, "with --target rookery: after each run, the longest wait for the server's consumers to catch up; the server's CPU (per request) is counted until they did, and its peak memory over the run (0 measures nothing)")
 	f.BoolVar(&webhookTwin, "webhook-twin", false, "with --webhooks, register a second endpoint that answers at once (its lag is webhook_second_lag): the baseline of a --webhook-slow run, with as many endpoints")
 	cfg.addClientFlags(f)
+	cmd.AddCommand(benchFrontCmd(cfg, stderr))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",
 		Short: "Compare runs written by --out: p50 and p99 per operation, as ratios to the first file",

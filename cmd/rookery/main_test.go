@@ -734,3 +734,64 @@ func TestSchemaHasTheTimelineIndex(t *testing.T) {
 		t.Fatalf("app.Schema's %s = %+v, %v; tablestore needs %+v", tablestore.Index.Name, ix, ok, tablestore.Index)
 	}
 }
+
+// TestBenchFront serves a baseline behind `rookery bench front` and runs the harness against it as
+// against Rookery: tokens are checked, feeds come back as hydrated posts, and the server line reads
+// the front's /metrics.
+func TestBenchFront(t *testing.T) {
+	dir := t.TempDir()
+	secret := "front-secret-front-secret-front-secret"
+	g := filepath.Join(dir, "tiny.txt")
+	os.WriteFile(g, []byte("0 1\n1 2\n2 0\n3 0\n3 1\n4 0\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"bench", "front", "--target", "redis-list", "--graph", g, "--addr", "127.0.0.1:0",
+			"--baseline-redis-addr", testenv.RedisAddr(), "--baseline-name", redisPrefix(t), "--auth-secret", secret}, env(nil), io.Discard, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("bench front returned %v", err)
+		}
+	})
+	lines := bufio.NewReader(pr)
+	var url string
+	for url == "" {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("bench front did not start: %v", err)
+		}
+		if _, rest, ok := strings.Cut(line, " at http://"); ok {
+			url = "http://" + strings.TrimSpace(rest)
+		}
+	}
+	go io.Copy(io.Discard, lines)
+
+	if st, _ := call(t, "GET", url+"/v1/feed", "not-a-token", ""); st != 401 {
+		t.Fatalf("a bad token: %d", st)
+	}
+	user := strings.TrimSpace(command(t, nil, "token", "--sub", "g1", "--auth-secret", secret))
+	if st, body := call(t, "POST", url+"/v1/posts", user, `{"text":"hello"}`); st != 201 || body["id"] == "" {
+		t.Fatalf("post = %d %v", st, body)
+	}
+	follower := strings.TrimSpace(command(t, nil, "token", "--sub", "g0", "--auth-secret", secret))
+	st, body := call(t, "GET", url+"/v1/feed?limit=5", follower, "")
+	items, _ := body["items"].([]any)
+	if st != 200 || len(items) != 1 {
+		t.Fatalf("feed = %d %v", st, body)
+	}
+	post := items[0].(map[string]any)
+	if post["text"] != "hello" || post["author"].(map[string]any)["id"] != "g1" || post["liked_by_me"] != false || post["like_count"] != float64(0) {
+		t.Fatalf("the feed's post: %v", post)
+	}
+
+	table := command(t, nil, "bench", "--graph", g, "--server", url, "--auth-secret", secret, "--rate", "40", "--duration", "1s", "--lag-sample", "1")
+	for _, want := range []string{"feed", "post", "fanout_lag", "ms per request", "0.00% errors"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("the table has no %q:\n%s", want, table)
+		}
+	}
+}
