@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,19 +19,20 @@ import (
 // benchCmd runs the load harness against a running server (docs/performance.md).
 func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	var (
-		server, prefix, mix, users, out    string
-		target, pgURL, baseRedis, baseName string
-		symmetric, load, sweep             bool
-		rate, lagSample                    float64
-		duration, bound, warmup, drainFor  time.Duration
-		steps, conns, feedLimit            int
-		sweepFactor                        float64
-		seed                               uint64
-		streams                            int
-		webhooks                           bool
-		webhookSlow                        time.Duration
-		webhookTwin                        bool
-		catchUpWait                        time.Duration
+		server, prefix, mix, users, out   string
+		target                            string
+		base                              baselines
+		symmetric, load, sweep            bool
+		rate, lagSample                   float64
+		duration, bound, warmup, drainFor time.Duration
+		steps, conns, feedLimit           int
+		sweepFactor                       float64
+		seed                              uint64
+		streams                           int
+		webhooks                          bool
+		webhookSlow                       time.Duration
+		webhookTwin                       bool
+		catchUpWait                       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --graph FILE",
@@ -81,25 +81,17 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				if catchUpWait > 0 {
 					meter = &serverMeter{c: c, wait: catchUpWait, out: stderr}
 				}
-			case "postgres":
-				pt, err := bench.NewPostgresTarget(cmd.Context(), pgURL, baseName, 64)
+			default:
+				// Reloaded with the graph on every run.
+				bt, drop, ok, err := base.open(cmd.Context(), target, g, false, stderr)
+				if !ok {
+					return fmt.Errorf("--target must be rookery, postgres or redis-list, not %q", target)
+				}
 				if err != nil {
 					return err
 				}
-				defer pt.Drop(context.Background()) // reloaded with the graph on every run
-				if err := pt.Load(cmd.Context(), g, stderr); err != nil {
-					return err
-				}
-				t = pt
-			case "redis-list":
-				rt := bench.NewRedisListTarget(baseRedis, baseName)
-				defer func() { rt.Drop(context.Background()); rt.Close() }()
-				if err := rt.Load(cmd.Context(), g, stderr); err != nil {
-					return err
-				}
-				t = rt
-			default:
-				return fmt.Errorf("--target must be rookery, postgres or redis-list, not %q", target)
+				defer drop()
+				t = bt
 			}
 			bc := bench.Config{Graph: g, Mix: m, Rate: rate, Duration: duration, Users: users, Prefix: prefix, Seed: seed, LagSample: lagSample, Progress: stderr, Meter: meter}
 			var live *liveLoad
@@ -184,9 +176,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&drainFor, "drain-timeout", 15*time.Minute, "with --import, the longest wait for the consumers to catch up")
 	f.StringVar(&target, "target", "rookery", "what to load: rookery (the server at --server), or a baseline: postgres (fan-out on read) or redis-list (a capped Redis list per user, filled by fan-out on write: what a team builds by hand)")
 	f.StringVar(&server, "server", "http://127.0.0.1:8080", "the running server's base URL")
-	f.StringVar(&pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test", "the PostgreSQL of --target postgres")
-	f.StringVar(&baseRedis, "baseline-redis-addr", "127.0.0.1:6379", "the Redis of --target redis-list")
-	f.StringVar(&baseName, "baseline-name", "rookery_baseline", "the baselines' schema (PostgreSQL) or key prefix (Redis); reloaded with the graph on every run")
+	base.addFlags(f, "rookery_baseline", "the baselines' schema (PostgreSQL) or key prefix (Redis); reloaded with the graph on every run")
 	f.StringVar(&prefix, "prefix", "g", "the imported users' prefix")
 	f.StringVar(&mix, "mix", "dsb", "workload mix: dsb, follow, like, delete, write-heavy, feed (reads only) or post (posts only)")
 	f.StringVar(&users, "users", "uniform", "who acts: uniform, zipf, or followers (in proportion to followers)")

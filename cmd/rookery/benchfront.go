@@ -26,7 +26,8 @@ import (
 // that the harness measures it as it measures Rookery (--target rookery --server the front): the
 // HTTP, the token checks and the JSON of hydrated posts are then in both figures.
 func benchFrontCmd(cfg *config, stderr io.Writer) *cobra.Command {
-	var target, addr, pgURL, baseRedis, baseName, prefix string
+	var target, addr, prefix string
+	var base baselines
 	var symmetric bool
 	var fixedBytes int
 	cmd := &cobra.Command{
@@ -62,29 +63,15 @@ func benchFrontCmd(cfg *config, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				switch target {
-				case "postgres":
-					pt, err := bench.NewPostgresTarget(ctx, pgURL, baseName, 64)
-					if err != nil {
-						return err
-					}
-					defer pt.Drop(context.Background())
-					if err := pt.Load(ctx, g, stderr); err != nil {
-						return err
-					}
-					pt.Hydrated = true
-					f.inner = pt
-				case "redis-list":
-					rt := bench.NewRedisListTarget(baseRedis, baseName)
-					defer func() { rt.Drop(context.Background()); rt.Close() }()
-					if err := rt.Load(ctx, g, stderr); err != nil {
-						return err
-					}
-					rt.Hydrated = true
-					f.inner = rt
-				default:
+				bt, drop, ok, err := base.open(ctx, target, g, true, stderr)
+				if !ok {
 					return fmt.Errorf("--target must be postgres, redis-list or fixed, not %q", target)
 				}
+				if err != nil {
+					return err
+				}
+				defer drop()
+				f.inner = bt
 			}
 			m := metrics.New()
 			mux := http.NewServeMux()
@@ -114,9 +101,7 @@ func benchFrontCmd(cfg *config, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&symmetric, "symmetric", false, "the graph's edges go both ways (DeathStarBench)")
 	fl.StringVar(&target, "target", "postgres", "the baseline behind the front: postgres, redis-list, or fixed (a fixed reply: the floor)")
 	fl.StringVar(&addr, "addr", "127.0.0.1:18090", "where the front listens")
-	fl.StringVar(&pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test", "the PostgreSQL of --target postgres")
-	fl.StringVar(&baseRedis, "baseline-redis-addr", "127.0.0.1:6379", "the Redis of --target redis-list")
-	fl.StringVar(&baseName, "baseline-name", "rookery_front", "the baseline's schema (PostgreSQL) or key prefix (Redis); loaded on start, dropped on exit")
+	base.addFlags(fl, "rookery_front", "the baseline's schema (PostgreSQL) or key prefix (Redis); loaded on start, dropped on exit")
 	fl.StringVar(&prefix, "prefix", "g", "the user ids' prefix: user g<N> is the graph's node N")
 	fl.IntVar(&fixedBytes, "fixed-bytes", 3000, "with --target fixed: the reply's size (about a page of 10 hydrated posts)")
 	cfg.addClientFlags(fl)
