@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -59,12 +61,20 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := a.streamPost(ctx, []string{p.AuthorID}, ev.ID, entry); err != nil {
 		return err
 	}
-	return a.eachFollowerPage(ctx, p.AuthorID, fanoutPage, func(users []string) error {
+	var reached []string
+	err = a.eachFollowerPage(ctx, p.AuthorID, fanoutPage, func(users []string) error {
 		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
+		if a.log.Enabled(ctx, slog.LevelDebug) {
+			reached = append(reached, users...)
+		}
 		return a.streamPost(ctx, users, ev.ID, entry)
 	})
+	if err == nil && a.log.Enabled(ctx, slog.LevelDebug) {
+		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "followers", strings.Join(reached, " "))
+	}
+	return err
 }
 
 // ApplyTimelineCleanup is the cleanup consumer's handler: what a reader may no longer see leaves
@@ -87,16 +97,16 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.timelines.RemoveAuthor(ctx, p.FollowerID, p.FolloweeID)
+		return a.removeAuthor(ctx, p.FollowerID, p.FolloweeID)
 	case BlockCreated:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		if err := a.timelines.RemoveAuthor(ctx, p.UserID, p.TargetID); err != nil {
+		if err := a.removeAuthor(ctx, p.UserID, p.TargetID); err != nil {
 			return err
 		}
-		return a.timelines.RemoveAuthor(ctx, p.TargetID, p.UserID)
+		return a.removeAuthor(ctx, p.TargetID, p.UserID)
 	case MuteCreated, MuteDeleted:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -105,7 +115,7 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 		if ev.Type == MuteDeleted {
 			return a.mergeRecent(ctx, p.UserID, p.TargetID)
 		}
-		return a.timelines.RemoveAuthor(ctx, p.UserID, p.TargetID)
+		return a.removeAuthor(ctx, p.UserID, p.TargetID)
 	case FollowCreated:
 		var p FollowPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -114,6 +124,35 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 		return a.mergeRecent(ctx, p.FollowerID, p.FolloweeID)
 	}
 	return nil
+}
+
+// removeAuthor takes author's entries out of reader's timeline, unless reader sees author's posts
+// again by now. Events of different keys are handled in any order (a block's, retried after a
+// backoff, may come after the unblock and the new follow's merge), so a removal must not trust its
+// event to be the latest word on the pair: removing what the reader sees again would leave those
+// posts missing above the timeline's floor for good. If the reader came to see the author while it
+// removed, the author's recent posts are merged back (the change's own merge may have run first).
+func (a *App) removeAuthor(ctx context.Context, reader, author string) error {
+	if sees, err := a.sees(ctx, reader, author); err != nil || sees {
+		return err
+	}
+	if err := a.timelines.RemoveAuthor(ctx, reader, author); err != nil {
+		return err
+	}
+	if sees, err := a.sees(ctx, reader, author); err != nil || !sees {
+		return err
+	}
+	return a.mergeRecent(ctx, reader, author)
+}
+
+// sees reports whether reader's home feed shows author's posts now: reader follows author and has
+// not muted them, and neither blocks the other.
+func (a *App) sees(ctx context.Context, reader, author string) (bool, error) {
+	got, err := a.table.BatchGet(ctx, []table.Key{followKey(reader, author), muteKey(reader, author), blockKey(reader, author), blockKey(author, reader)})
+	if err != nil {
+		return false, err
+	}
+	return got[0] != nil && got[1] == nil && got[2] == nil && got[3] == nil, nil
 }
 
 // mergeRecent merges author's recent posts (up to followMerge) into reader's timeline, if it exists

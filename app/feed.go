@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -246,7 +247,12 @@ func (a *App) fill(ctx context.Context, reader, build string, following []string
 	if err != nil {
 		return false, err
 	}
-	return a.timelines.Complete(ctx, reader, build, above(pulled, floor), floor)
+	entries := above(pulled, floor)
+	done, err := a.timelines.Complete(ctx, reader, build, entries, floor)
+	if a.log.Enabled(ctx, slog.LevelDebug) {
+		a.log.Debug("timeline rebuild", "user", reader, "build", build, "following", len(following), "entries", len(entries), "floor", floor.PostID, "completed", done, "err", err)
+	}
+	return done, err
 }
 
 // above returns the entries that are not older than floor (all if floor is zero), each post once,

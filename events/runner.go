@@ -160,6 +160,9 @@ func (w *worker) handle(ctx context.Context, d Delivery) {
 		if aerr := d.Ack(ctx); aerr != nil {
 			w.log.Warn("ack failed; the event will be delivered again", "event", ev.ID, "err", aerr)
 		}
+		if w.log.Enabled(ctx, slog.LevelDebug) {
+			w.log.Debug("event handled", "event", ev.ID, "type", ev.Type, "key", ev.Key, "attempt", d.Attempt(), "took", took)
+		}
 		w.stats(w.c.Group, Processed, took)
 		if w.age != nil {
 			w.age(w.c.Group, ev.Type, w.clock.Now().Sub(ev.OccurredAt.Time))

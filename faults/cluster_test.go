@@ -241,6 +241,22 @@ func (s *services) restartNATS(t testing.TB, down time.Duration) {
 	}
 }
 
+// keepLogs copies the logs under dir (the processes' and the seed's) to a directory the test does
+// not remove, and names it: a failed seed's logs outlive its temporary directory.
+func keepLogs(t testing.TB, dir string) {
+	kept, err := os.MkdirTemp("", "rookery-faults-")
+	if err != nil {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range logs {
+		if b, err := os.ReadFile(f); err == nil {
+			os.WriteFile(filepath.Join(kept, filepath.Base(f)), b, 0o644)
+		}
+	}
+	t.Logf("the logs are kept in %s", kept)
+}
+
 // pause stops p (SIGSTOP) for d, then resumes it.
 func pause(p *proc, d time.Duration) {
 	p.signal(syscall.SIGSTOP)
@@ -289,7 +305,7 @@ func startDeployment(t *testing.T, bin, dir string, s *services, tag string, api
 		"ROOKERY_EVENTS=nats", "ROOKERY_NATS_URL=" + s.natsURL, "ROOKERY_NATS_PREFIX=" + tag, "ROOKERY_EVENT_PARTITIONS=2",
 		"ROOKERY_NATS_LEASE_TTL=2s",
 		"ROOKERY_TIMELINES=redis", "ROOKERY_CACHE=redis", "ROOKERY_REDIS_ADDR=" + s.redisAdr, "ROOKERY_REDIS_PREFIX=" + tag,
-		"ROOKERY_LOG_LEVEL=warn",
+		"ROOKERY_LOG_LEVEL=" + *logLevelFlag,
 	}}
 	d.env = append(d.env, extra...)
 	migrate := exec.Command(bin, "migrate")

@@ -44,7 +44,16 @@ var (
 	seedFlag  = flag.Uint64("faults.seed", 0, "run only this seed")
 	soakFlag  = flag.Duration("faults.soak", envDuration("ROOKERY_FAULT_SOAK", 0), "run new seeds until this much time has passed (0: -faults.seeds of them)")
 	usersFlag = flag.Int("faults.users", 8, "users per seed")
+	// The Rookery processes' log level: debug logs every event handled, every fan-out and rebuild.
+	logLevelFlag = flag.String("faults.log-level", envString("ROOKERY_FAULT_LOG_LEVEL", "warn"), "log level of the Rookery processes (debug logs every event handled)")
 )
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -136,6 +145,7 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 			for _, n := range d.all() {
 				t.Logf("--- %s, last lines:\n%s", n.name, n.tail(40))
 			}
+			keepLogs(t, dir)
 		}
 	})
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
@@ -210,6 +220,10 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	if err != nil {
+		var fm *feedMismatch
+		if errors.As(err, &fm) {
+			t.Logf("the operations on %s and the authors of its missing posts:\n%s", fm.user, w.historyOf(fm))
+		}
 		t.Fatalf("90 s after the faults stopped the deployment still differs from the model: %v\nfaults: %s", err, strings.Join(log, ", "))
 	}
 	t.Logf("seed %d: %d operations in %.1f s (%s); faults: %s; client: %v; concurrent feed reads: %s; drained in %.1f s; checked %d feeds, %d posts, %d notification lists",
@@ -266,6 +280,8 @@ type workload struct {
 	ops    map[string]int
 	n      int
 	exec   chan func() // runs a function on the workload's goroutine, between operations
+	// history is every operation that changes what feeds show, for the report of a failed check.
+	history []opRecord
 }
 
 // onWorkload runs f on the workload's goroutine, between two operations, and waits for it.
@@ -402,6 +418,7 @@ func (w *workload) step() {
 		if w.m.CanFollow(a, b) {
 			w.c.must("PUT", rel("following", b), tok, "", "", 200)
 			w.m.Follow(a, b)
+			w.note(a, b, "%s follows %s", a, b)
 		} else {
 			w.c.must("PUT", rel("following", b), tok, "", "", 403)
 		}
@@ -409,12 +426,14 @@ func (w *workload) step() {
 		b := w.other(a)
 		w.c.must("DELETE", rel("following", b), tok, "", "", 204)
 		w.m.Unfollow(a, b)
+		w.note(a, b, "%s unfollows %s", a, b)
 	case "block", "unblock", "mute", "unmute":
 		b := w.other(a)
 		kind := map[string]string{"block": "blocks", "unblock": "blocks", "mute": "mutes", "unmute": "mutes"}[op]
 		method := map[bool]string{true: "PUT", false: "DELETE"}[op == "block" || op == "mute"]
 		w.c.must(method, rel(kind, b), tok, "", "", 204)
 		map[string]func(string, string){"block": w.m.Block, "unblock": w.m.Unblock, "mute": w.m.Mute, "unmute": w.m.Unmute}[op](a, b)
+		w.note(a, b, "%s %ss %s", a, op, b)
 	case "post":
 		w.post(a, tok, "post")
 	case "edit":
@@ -434,6 +453,7 @@ func (w *workload) step() {
 				w.t.Fatalf("DELETE post = %d %s", r.status, r.raw)
 			}
 			w.m.Delete(p.ID)
+			w.note(a, "", "%s deletes %s", a, p.ID)
 		}
 	case "like", "unlike", "comment":
 		p := w.livePost("")
@@ -486,6 +506,7 @@ func (w *workload) post(a, tok, label string) {
 		w.t.Fatalf("POST /v1/posts made %v; the client asked for %s", r.body["id"], id)
 	}
 	w.m.CreatePost(id, a, text, vis == "followers", r.body["created_at"].(string))
+	w.note(a, "", "%s posts %s (%s, %s)", a, id, vis, r.body["created_at"])
 }
 
 func (w *workload) likedBy(u string) *model.Post {
@@ -582,9 +603,46 @@ func (w *workload) checkFeed(u, tok string) error {
 		return err
 	}
 	if got, want := idsOf(items, "id"), w.m.Feed(u); !slices.Equal(got, want) {
-		return fmt.Errorf("%s's feed paged to the end = %v; the model's = %v (missing %v, extra %v)", u, got, want, minus(want, got), minus(got, want))
+		return &feedMismatch{user: u, got: got, want: want}
 	}
 	return nil
+}
+
+// feedMismatch is a feed that differs from the model's.
+type feedMismatch struct {
+	user      string
+	got, want []string
+}
+
+func (e *feedMismatch) Error() string {
+	return fmt.Sprintf("%s's feed paged to the end = %v; the model's = %v (missing %v, extra %v)", e.user, e.got, e.want, minus(e.want, e.got), minus(e.got, e.want))
+}
+
+// historyOf returns the workload's operations that involve the reader of a mismatched feed or
+// the author of a post missing from it or shown in it by mistake.
+func (w *workload) historyOf(e *feedMismatch) string {
+	involved := map[string]bool{e.user: true}
+	for _, p := range w.m.Posts() {
+		if slices.Contains(e.want, p.ID) != slices.Contains(e.got, p.ID) {
+			involved[p.Author] = true
+		}
+	}
+	var out []string
+	for _, h := range w.history {
+		if involved[h.user] || involved[h.other] {
+			out = append(out, h.line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// opRecord is one operation of the workload that changes what feeds show.
+type opRecord struct{ user, other, line string }
+
+// note records an operation of user's (on other, if not ""), once it succeeded.
+func (w *workload) note(user, other, format string, args ...any) {
+	line := time.Now().UTC().Format("15:04:05.000") + " " + fmt.Sprintf(format, args...)
+	w.history = append(w.history, opRecord{user: user, other: other, line: line})
 }
 
 func (w *workload) checkAuthor(u, tok string) error {
