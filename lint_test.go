@@ -50,11 +50,14 @@ var allowed = map[string][]string{
 	"cache":                   {""},
 	"cache/cachetest":         {"", "cache", "internal/clocktest"},
 	"cache/redis":             {""},
+	"ratelimit":               {""},
+	"ratelimit/ratelimittest": {"ratelimit"},
+	"ratelimit/redis":         {"", "ratelimit"},
 	"app":                     {"", "table", "events", "timeline", "cache", "streak", "internal/keylock"},
 	"live":                    {},
 	"webhook":                 {"", "app"},
 	"live/natsbus":            {"live"},
-	"httpapi":                 {"", "app", "auth", "metrics", "events", "live"},
+	"httpapi":                 {"", "app", "auth", "metrics", "events", "live", "ratelimit"},
 	"cmd/rookery":             {"*"},
 }
 

@@ -134,12 +134,16 @@ func (s *server) authed(h http.HandlerFunc) http.Handler {
 		const op rookery.Op = "httpapi.auth"
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			s.problem(w, r, rookery.E(op, rookery.Unauthenticated, "no bearer token: send Authorization: Bearer <token>"))
+			if s.limit(w, r, nil) {
+				s.problem(w, r, rookery.E(op, rookery.Unauthenticated, "no bearer token: send Authorization: Bearer <token>"))
+			}
 			return
 		}
 		c, err := s.Verifier.Verify(strings.TrimSpace(token))
 		if err != nil {
-			s.problem(w, r, err)
+			if s.limit(w, r, nil) {
+				s.problem(w, r, err)
+			}
 			return
 		}
 		if obo := r.Header.Get("X-On-Behalf-Of"); obo != "" {
@@ -152,6 +156,9 @@ func (s *server) authed(h http.HandlerFunc) http.Handler {
 				return
 			}
 			c.OnBehalfOf = obo
+		}
+		if !s.limit(w, r, &c) {
+			return
 		}
 		h(w, r.WithContext(rookery.WithCaller(r.Context(), c)))
 	})

@@ -27,6 +27,8 @@ type Deps struct {
 	Ready map[string]func(context.Context) error
 	// Streams configure GET /v1/stream.
 	Streams StreamOptions
+	// Limits are the rate limits of the /v1 routes; nil: none.
+	Limits *RateLimits
 }
 
 // NewServer returns the API's handler.

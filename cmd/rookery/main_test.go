@@ -26,6 +26,7 @@ import (
 	natslog "github.com/rookery/rookery/events/nats"
 	"github.com/rookery/rookery/export"
 	"github.com/rookery/rookery/internal/testenv"
+	rlredis "github.com/rookery/rookery/ratelimit/redis"
 	"github.com/rookery/rookery/table/dynamo"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 	tlredis "github.com/rookery/rookery/timeline/redis"
@@ -721,6 +722,9 @@ func redisPrefix(t *testing.T) string {
 		}
 		if err := cacheredis.New(client, prefix).Drop(ctx); err != nil {
 			t.Errorf("cleaning up the Redis cache: %v", err)
+		}
+		if err := rlredis.New(client, prefix+":rl").Drop(ctx, client); err != nil {
+			t.Errorf("cleaning up the Redis rate limits: %v", err)
 		}
 	})
 	return prefix

@@ -28,6 +28,7 @@ type serveConfig struct {
 	engagement      engagementConfig
 	streams         streamsConfig
 	webhooks        webhooksConfig
+	rateLimits      rateLimitsConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -60,6 +61,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	sc.engagement.addFlags(cmd.Flags())
 	sc.streams.addFlags(cmd.Flags())
 	sc.webhooks.addFlags(cmd.Flags())
+	sc.rateLimits.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -120,7 +122,12 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	// Streams end when shutdown begins: they would hold it up for its whole timeout.
 	stopStreams := make(chan struct{})
 	streamOpts.Stop = stopStreams
+	limits, err := sc.rateLimits.limits(sc.engagement.cache, sc.timelines.redisAddr, sc.timelines.redisPrefix)
+	if err != nil {
+		return err
+	}
 	deps := httpapi.Deps{
+		Limits:   limits,
 		Streams:  streamOpts,
 		Verifier: verifier,
 		Metrics:  m,
