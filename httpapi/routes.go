@@ -72,6 +72,7 @@ func (s *server) routes() {
 	s.mux.Handle("POST /v1/admin/dlq/{group}/{id}/replay", s.authed(s.replayDeadLetter))
 	s.mux.Handle("DELETE /v1/admin/dlq/{group}/{id}", s.authed(s.dropDeadLetter))
 	s.mux.Handle("POST /v1/admin/streaks/repair", s.authed(s.repairStreaks))
+	s.mux.Handle("POST /v1/admin/backup", s.authed(s.backup))
 
 	// Anything else is a problem+json 404 (or 405 for a known path with another method).
 	s.mux.HandleFunc("/", s.notFound)

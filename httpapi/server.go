@@ -29,6 +29,8 @@ type Deps struct {
 	Streams StreamOptions
 	// Limits are the rate limits of the /v1 routes; nil: none.
 	Limits *RateLimits
+	// Backup backs the embedded store up (POST /v1/admin/backup); nil: there is none.
+	Backup Backup
 }
 
 // NewServer returns the API's handler.

@@ -99,6 +99,23 @@ func Open(ctx context.Context, o Options) (*Backends, error) {
 // (events.Outbox.Direct): true when the log is in the store's engine.
 func (b *Backends) Direct() bool { return b.staged }
 
+// Checkpoint writes a consistent copy of the data directory's engines to dir (which must not
+// exist) while the backends run: store/ (with the log and the timelines when they share its engine)
+// and, for a log in an engine of its own, events/. That log is copied first: a store copied after
+// it may hold outbox items whose events the log's copy lacks (the relay appends them again on
+// start) and consumer writes beyond the log's offsets (handled again), never the reverse.
+func (b *Backends) Checkpoint(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if b.Log != nil && !b.staged {
+		if err := b.Log.Checkpoint(filepath.Join(dir, "events")); err != nil {
+			return err
+		}
+	}
+	return b.Store.Checkpoint(ctx, filepath.Join(dir, "store"))
+}
+
 // Close closes the timelines, the log and the store, in that order (each of the first two writes
 // into the store's engine).
 func (b *Backends) Close() error {

@@ -8,6 +8,7 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/local"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
@@ -31,6 +32,16 @@ type backends struct {
 	ready map[string]func(context.Context) error
 	// closers close what was opened, in order: timelines and log before the store.
 	closers []func() error
+	// local are the embedded backends, if the store is embedded (backups copy them).
+	local *local.Backends
+}
+
+// backup returns the HTTP server's Backup, if there is an embedded store to back up.
+func (b *backends) backup(c backupConfig, dataDir string) httpapi.Backup {
+	if b.local == nil {
+		return nil
+	}
+	return c.backup(dataDir, b.local.Checkpoint)
 }
 
 func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (_ *backends, err error) {
@@ -57,7 +68,7 @@ func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rooker
 		if lb, err = local.Open(ctx, o); err != nil {
 			return nil, err
 		}
-		b.store, b.direct = lb.Store, lb.Direct()
+		b.store, b.direct, b.local = lb.Store, lb.Direct(), lb
 		if b.direct {
 			b.streamTable = table.Observed(lb.Store.Unsynced(), m.ObserveStore)
 		}

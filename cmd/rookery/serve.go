@@ -29,6 +29,7 @@ type serveConfig struct {
 	streams         streamsConfig
 	webhooks        webhooksConfig
 	rateLimits      rateLimitsConfig
+	backup          backupConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -62,6 +63,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	sc.streams.addFlags(cmd.Flags())
 	sc.webhooks.addFlags(cmd.Flags())
 	sc.rateLimits.addFlags(cmd.Flags())
+	sc.backup.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -128,6 +130,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	deps := httpapi.Deps{
 		Limits:   limits,
+		Backup:   b.backup(sc.backup, cfg.dataDir),
 		Streams:  streamOpts,
 		Verifier: verifier,
 		Metrics:  m,

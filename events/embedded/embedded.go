@@ -473,6 +473,25 @@ func (l *Log) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Checkpoint writes a consistent copy of the log's own engine to dir (see table/pebble's
+// DB.Checkpoint); a log in the store's engine is in the store's checkpoint instead.
+func (l *Log) Checkpoint(dir string) error {
+	const op rookery.Op = "embedded.Checkpoint"
+	if l.shared {
+		return rookery.E(op, rookery.Invalid, "the log is in the store's engine: checkpoint the store")
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return rookery.E(op, rookery.Unavailable, "the event log is closed")
+	}
+	if err := l.db.Checkpoint(dir, cpebble.WithFlushedWAL()); err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	return nil
+}
+
 // SharesEngine reports whether the log lives in db (Options.Engine): then its consumer offsets are
 // written to db's write-ahead log after everything their handlers wrote to db before acking.
 func (l *Log) SharesEngine(db *cpebble.DB) bool { return l.shared && l.db == db }

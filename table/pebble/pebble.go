@@ -183,6 +183,22 @@ func (d *DB) enter(op rookery.Op, ctx context.Context) error {
 	return nil
 }
 
+// Checkpoint writes a consistent copy of the whole engine (the store, and whatever shares the
+// engine: the embedded event log and timelines) to dir, which must not exist, while writes go on.
+// Every write made before it began is in the copy, synced or not (the write-ahead log is flushed
+// and synced first). Files are hard-linked where dir is on the same file system, else copied.
+func (d *DB) Checkpoint(ctx context.Context, dir string) error {
+	const op rookery.Op = "pebble.Checkpoint"
+	if err := d.enter(op, ctx); err != nil {
+		return err
+	}
+	defer d.life.RUnlock()
+	if err := d.db.Checkpoint(dir, cpebble.WithFlushedWAL()); err != nil {
+		return rookery.E(op, rookery.Internal, err)
+	}
+	return nil
+}
+
 // Ping reports whether the store is open.
 func (d *DB) Ping(ctx context.Context) error {
 	if err := d.enter("pebble.Ping", ctx); err != nil {
