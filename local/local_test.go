@@ -103,3 +103,66 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpoint: a checkpoint taken while the backends are open opens as a data directory of its
+// own, with the store's items, the log's events and the timelines; with a log of its own (events/)
+// as with the log in the store's engine. A checkpoint into a directory that exists is refused.
+func TestCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	for _, legacy := range []bool{false, true} {
+		dir := t.TempDir()
+		if legacy {
+			if err := os.Mkdir(filepath.Join(dir, "events"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := local.Open(ctx, options(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := &events.Outbox{Table: b.Store, Log: b.Log, Direct: b.Direct()}
+		w, _ := ob.Write(eventstest.Event("e1", "k", 0))
+		item := table.PutWrite(table.Item{table.PK: "P", table.SK: "S", "v": int64(1)})
+		if err := b.Store.TransactWrite(ctx, []table.Write{w, item}); err != nil {
+			t.Fatal(err)
+		}
+		if legacy { // the relay's work, here by hand
+			if err := b.Log.Append(ctx, []rookery.Event{eventstest.Event("e1", "k", 0)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Timelines.Create(ctx, "u1", []timeline.Entry{{PostID: "p1", AuthorID: "a", At: time.Now().Truncate(time.Millisecond)}}); err != nil {
+			t.Fatal(err)
+		}
+		backup := filepath.Join(t.TempDir(), "backup")
+		if err := b.Checkpoint(ctx, backup); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Checkpoint(ctx, backup); err == nil {
+			t.Error("a second checkpoint into the same directory succeeded")
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = os.Stat(filepath.Join(backup, "events"))
+		if legacy != (err == nil) {
+			t.Errorf("legacy=%v: the checkpoint's events/: %v", legacy, err)
+		}
+		c, err := local.Open(ctx, options(backup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it, err := c.Store.Get(ctx, table.Key{PK: "P", SK: "S"}); err != nil || it.Int("v") != 1 {
+			t.Errorf("legacy=%v: the item in the checkpoint: %v, %v", legacy, it, err)
+		}
+		if n, _, err := c.Log.Lag(ctx, "g"); err != nil || n != 1 {
+			t.Errorf("legacy=%v: events in the checkpoint's log: %d, %v; want 1", legacy, n, err)
+		}
+		if page, err := c.Timelines.Page(ctx, "u1", timeline.Entry{}, 10); err != nil || len(page.Entries) != 1 {
+			t.Errorf("legacy=%v: the timeline in the checkpoint: %+v, %v", legacy, page, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
