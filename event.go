@@ -19,6 +19,10 @@ type Event struct {
 	Key string `json:"key"`
 	// Payload is the type's JSON body.
 	Payload json.RawMessage `json:"payload"`
+	// Trace is the W3C traceparent of the span that made the event (the request that caused it,
+	// or the consumer that handled the event that did), so that its consumers' spans continue that
+	// trace; "" when tracing is off.
+	Trace string `json:"trace,omitempty"`
 }
 
 // IDSource makes new unique, time-ordered ids (ULIDs in production). Code below cmd receives one

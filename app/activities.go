@@ -315,7 +315,7 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		rec.Version++
 
 		id := a.ids()
-		ev, err := a.event(ActivityRecorded, "activities:"+act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
+		ev, err := a.event(ctx, ActivityRecorded, "activities:"+act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
 			Source: act.source, Points: points, Date: day.String(), Counts: counts, OccurredAt: rookery.Time{Time: act.at},
 			StreakBefore: before, StreakAfter: rec.view(now).CurrentStreak}, now)
 		if err != nil {

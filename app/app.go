@@ -180,13 +180,15 @@ type Page[T any] struct {
 	Next  string
 }
 
-// event returns a new event of type typ keyed by key with payload p.
-func (a *App) event(typ, key string, p any, at time.Time) (rookery.Event, error) {
+// event returns a new event of type typ keyed by key with payload p, made in ctx (its trace, if
+// any, goes on to the event's consumers).
+func (a *App) event(ctx context.Context, typ, key string, p any, at time.Time) (rookery.Event, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return rookery.Event{}, err
 	}
-	return rookery.Event{ID: a.ids(), Type: typ, Version: 1, Key: key, OccurredAt: rookery.Time{Time: at}, Payload: b}, nil
+	return rookery.Event{ID: a.ids(), Type: typ, Version: 1, Key: key, OccurredAt: rookery.Time{Time: at}, Payload: b,
+		Trace: events.TraceParent(ctx)}, nil
 }
 
 // writeWithEvent commits writes and the outbox items of evs in one transaction, then wakes the

@@ -49,7 +49,7 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 		k := blockKey(id, target)
 		writes := []table.Write{table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "blocked_at": now.UnixMilli()}, table.NotExists(table.PK))}
 		evs := []rookery.Event{}
-		ev, err := a.event(BlockCreated, "block:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
+		ev, err := a.event(ctx, BlockCreated, "block:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
 		if err != nil {
 			return rookery.E(op, rookery.Internal, err)
 		}
@@ -63,7 +63,7 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 				continue
 			}
 			writes = append(writes, table.DeleteWrite(k, table.Exists(table.PK)))
-			fe, err := a.event(FollowDeleted, followEdgeKey(edge[0], edge[1]), FollowPayload{FollowerID: edge[0], FolloweeID: edge[1], At: rookery.Time{Time: now}}, now)
+			fe, err := a.event(ctx, FollowDeleted, followEdgeKey(edge[0], edge[1]), FollowPayload{FollowerID: edge[0], FolloweeID: edge[1], At: rookery.Time{Time: now}}, now)
 			if err != nil {
 				return rookery.E(op, rookery.Internal, err)
 			}
@@ -101,7 +101,7 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := muteKey(id, target)
-	ev, err := a.event(MuteCreated, "mute:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, MuteCreated, "mute:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
@@ -122,7 +122,7 @@ func (a *App) removeRelation(ctx context.Context, op rookery.Op, id, target stri
 		return err
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(typ, keyPrefix+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, typ, keyPrefix+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}

@@ -90,7 +90,7 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := commentKey(post, id)
 	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "post_id": post, "author_id": author, "text": in.Text, "created_at": now.UnixMilli()}
-	ev, err := a.event(CommentCreated, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: author, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, CommentCreated, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: author, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return c, false, rookery.E(op, rookery.Internal, err)
 	}
@@ -178,7 +178,7 @@ func (a *App) DeleteComment(ctx context.Context, post, id string) error {
 		return rookery.E(op, rookery.Forbidden, "only the comment's author or the post's author may delete it")
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(CommentDeleted, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: old.String("author_id"), At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, CommentDeleted, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: old.String("author_id"), At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}

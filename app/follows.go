@@ -53,7 +53,7 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	// was made, a concurrent unfollow may remove it; then the follow is made again.
 	for attempt := 0; attempt < 5; attempt++ {
 		now := a.clock.Now().UTC().Truncate(time.Millisecond)
-		ev, err := a.event(FollowCreated, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
+		ev, err := a.event(ctx, FollowCreated, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
 		if err != nil {
 			return rookery.Time{}, rookery.E(op, rookery.Internal, err)
 		}
@@ -83,7 +83,7 @@ func (a *App) Unfollow(ctx context.Context, id, target string) error {
 		return err
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(FollowDeleted, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, FollowDeleted, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}

@@ -64,7 +64,7 @@ func (a *App) LikePost(ctx context.Context, post, user string) error {
 		return err
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(LikeCreated, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, LikeCreated, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
@@ -90,7 +90,7 @@ func (a *App) UnlikePost(ctx context.Context, post, user string) error {
 		return err
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(LikeDeleted, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, LikeDeleted, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}

@@ -196,7 +196,7 @@ func (a *App) noticeWrites(ctx context.Context, eventID string, i int, n notice)
 	if n.comment != "" {
 		item["comment_id"] = n.comment
 	}
-	ev, err := a.event(NotificationCreated, "notification:"+n.recipient, NotificationPayload{Recipient: n.recipient, ID: id,
+	ev, err := a.event(ctx, NotificationCreated, "notification:"+n.recipient, NotificationPayload{Recipient: n.recipient, ID: id,
 		Type: n.typ, Actor: n.actor, Post: n.post, Comment: n.comment, At: rookery.Time{Time: time.UnixMilli(n.at.UnixMilli()).UTC()}}, a.clock.Now())
 	if err != nil {
 		return nil, err

@@ -229,7 +229,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	for _, t := range tags {
 		writes = append(writes, table.PutWrite(tagItem(id, t, author, now)))
 	}
-	ev, err := a.event(PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return p, false, rookery.E(op, rookery.Internal, err)
 	}
@@ -554,7 +554,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 			newMentions = append(newMentions, m)
 		}
 	}
-	ev, err := a.event(PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
+	ev, err := a.event(ctx, PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}
@@ -579,7 +579,7 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 		writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: old.String("author_id"), Visibility: old.String("visibility"),
+	ev, err := a.event(ctx, PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: old.String("author_id"), Visibility: old.String("visibility"),
 		CreatedAt: rookery.Time{Time: time.UnixMilli(old.Int("created_at")).UTC()}}, now)
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)

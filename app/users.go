@@ -150,7 +150,7 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 		if cur != nil {
 			typ = UserUpdated
 		}
-		ev, err := a.event(typ, "user:"+id, UserPayload{UserID: id}, now)
+		ev, err := a.event(ctx, typ, "user:"+id, UserPayload{UserID: id}, now)
 		if err != nil {
 			return u, false, rookery.E(op, rookery.Internal, err)
 		}

@@ -15,19 +15,23 @@ import (
 // small binary form now, and JSON from before is still read:
 //
 //	0x01                    format version
-//	flags                   bit 0: OccurredAt is zero
+//	flags                   bit 0: OccurredAt is zero; bit 1: a Trace follows the Key
 //	uvarint len, ID
 //	uvarint len, Type
 //	varint Version
 //	varint OccurredAt       Unix milliseconds (absent if zero)
 //	uvarint len, Key
+//	uvarint len, Trace      (absent unless flag bit 1)
 //	Payload                 the rest: compact JSON
 //
 // An event decodes to what its JSON would: OccurredAt in UTC with milliseconds, the payload
 // compacted, a missing payload as null.
 const codecV1 = 0x01
 
-const flagZeroTime = 1
+const (
+	flagZeroTime = 1
+	flagTrace    = 2
+)
 
 // AppendEvent appends the stored form of ev to dst. A payload that is not JSON is Invalid.
 func AppendEvent(dst []byte, ev rookery.Event) ([]byte, error) {
@@ -35,6 +39,9 @@ func AppendEvent(dst []byte, ev rookery.Event) ([]byte, error) {
 	var flags byte
 	if ev.OccurredAt.IsZero() {
 		flags |= flagZeroTime
+	}
+	if ev.Trace != "" {
+		flags |= flagTrace
 	}
 	dst = append(dst, codecV1, flags)
 	dst = appendString(dst, ev.ID)
@@ -44,6 +51,9 @@ func AppendEvent(dst []byte, ev rookery.Event) ([]byte, error) {
 		dst = binary.AppendVarint(dst, ev.OccurredAt.UnixMilli())
 	}
 	dst = appendString(dst, ev.Key)
+	if flags&flagTrace != 0 {
+		dst = appendString(dst, ev.Trace)
+	}
 	if len(ev.Payload) == 0 {
 		return append(dst, "null"...), nil
 	}
@@ -79,6 +89,9 @@ func DecodeEvent(b []byte) (rookery.Event, error) {
 		ev.OccurredAt = rookery.Time{Time: time.UnixMilli(r.varint()).UTC()}
 	}
 	ev.Key = r.string()
+	if flags&flagTrace != 0 {
+		ev.Trace = r.string()
+	}
 	if r.err != nil {
 		return rookery.Event{}, r.err
 	}

@@ -55,11 +55,12 @@ func TestEventCodec(t *testing.T) {
 		{ID: "01J", Type: "PostCreated", Version: 1, Key: "post-1", Payload: json.RawMessage(`{"post_id":"p"}`)},
 		{ID: "x", OccurredAt: rookery.Time{Time: time.Date(1969, 12, 31, 23, 59, 59, 998_765_432, time.UTC)}, Payload: json.RawMessage(" [1, 2,\n 3] ")},
 		{ID: "y", OccurredAt: rookery.Time{Time: time.Date(2026, 11, 23, 10, 4, 5, 123_999_999, time.FixedZone("X", 3600))}, Payload: json.RawMessage(`"<&>"`)},
+		{ID: "t", Type: "PostCreated", Key: "post-2", Payload: json.RawMessage(`{}`), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 	}
 	for range 500 {
 		payload, _ := json.Marshal(map[string]any{str(): str(), "n": rnd.Int64(), "f": rnd.Float64()})
 		cases = append(cases, rookery.Event{ID: str(), Type: str(), Version: rnd.IntN(1 << 20), Key: str(), Payload: payload,
-			OccurredAt: rookery.Time{Time: time.Unix(rnd.Int64N(4e9)-1e9, rnd.Int64N(1e9))}})
+			OccurredAt: rookery.Time{Time: time.Unix(rnd.Int64N(4e9)-1e9, rnd.Int64N(1e9))}, Trace: str()})
 	}
 	for _, ev := range cases {
 		b, err := events.AppendEvent([]byte("prefix"), ev)

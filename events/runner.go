@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Handler processes one event. It must be idempotent: the same event may be delivered again (after
@@ -63,6 +65,9 @@ type Runner struct {
 	// end of its handling: end-to-end lag (for the fan-out group and PostCreated, a post's fan-out
 	// lag).
 	Age func(group, eventType string, age time.Duration)
+	// Tracing receives a span for every delivery handled, in the trace of the event (events.go's
+	// TraceParent); nil: none.
+	Tracing trace.TracerProvider
 }
 
 // Run runs c until ctx ends, then returns nil; it returns an error only if it cannot subscribe.
@@ -94,7 +99,12 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 	if stats == nil {
 		stats = func(string, Outcome, time.Duration) {}
 	}
-	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log}
+	tp := r.Tracing
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log,
+		tracer: tp.Tracer("github.com/rookery/rookery/events")}
 	var subs []Subscription
 	for range c.Concurrency {
 		s, err := r.Log.Subscribe(ctx, c.Group, SubscribeOptions{AckWait: c.AckWait})
@@ -120,12 +130,13 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 }
 
 type worker struct {
-	c     Consumer
-	l     Log
-	log   *slog.Logger
-	clock rookery.Clock
-	stats Stats
-	age   func(group, eventType string, age time.Duration)
+	c      Consumer
+	l      Log
+	log    *slog.Logger
+	clock  rookery.Clock
+	stats  Stats
+	age    func(group, eventType string, age time.Duration)
+	tracer trace.Tracer
 
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
@@ -152,7 +163,9 @@ func (w *worker) loop(ctx context.Context, s Subscription) {
 func (w *worker) handle(ctx context.Context, d Delivery) {
 	ev := d.Event()
 	start := time.Now()
-	err := safeCall(ctx, w.c.Handle, ev)
+	hctx, span := startHandling(ctx, w.tracer, w.c.Group, ev, d.Attempt())
+	err := safeCall(hctx, w.c.Handle, ev)
+	endHandling(span, err)
 	took := time.Since(start)
 	switch {
 	case err == nil:

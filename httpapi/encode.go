@@ -17,6 +17,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxBody is the largest request body (API.md: 64 KiB); larger is 413.
@@ -177,8 +178,11 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if kind == rookery.Internal {
 		p.Detail = "internal error; the request id identifies it in the server's log"
-		s.Log.LogAttrs(r.Context(), slog.LevelError, "internal error",
-			slog.String("request_id", p.ID), slog.String("route", r.Pattern), slog.Any("err", err))
+		attrs := []slog.Attr{slog.String("request_id", p.ID), slog.String("route", r.Pattern), slog.Any("err", err)}
+		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+		s.Log.LogAttrs(r.Context(), slog.LevelError, "internal error", attrs...)
 	}
 	if p.Detail == "" {
 		p.Detail = p.Title

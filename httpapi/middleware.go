@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/rookery/rookery"
 )
 
@@ -115,15 +117,25 @@ func (s *server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.Metrics.HTTPDuration.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(took.Seconds())
+		span := trace.SpanFromContext(r.Context())
+		if span.IsRecording() {
+			span.SetName(route) // the pattern names the method too ("POST /v1/posts")
+		}
 		// Every request at debug (an import makes tens of thousands); a server error at warn.
 		level := slog.LevelDebug
 		if sw.status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.Log.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", requestIDFrom(r.Context())),
+		if !s.Log.Enabled(r.Context(), level) {
+			return
+		}
+		attrs := []slog.Attr{slog.String("request_id", requestIDFrom(r.Context())),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
-			slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("took", took))
+			slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("took", took)}
+		if sc := span.SpanContext(); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+		s.Log.LogAttrs(r.Context(), level, "request", attrs...)
 	})
 }
 

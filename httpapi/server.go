@@ -5,10 +5,15 @@ package httpapi
 
 import (
 	"context"
+
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/auth"
@@ -31,6 +36,9 @@ type Deps struct {
 	Limits *RateLimits
 	// Backup backs the embedded store up (POST /v1/admin/backup); nil: there is none.
 	Backup Backup
+	// Tracing, if set, makes every request a span of its, continuing the client's W3C trace
+	// context; the events a request causes carry it on (events.TraceParent).
+	Tracing trace.TracerProvider
 }
 
 // NewServer returns the API's handler.
@@ -41,6 +49,9 @@ func NewServer(d Deps) http.Handler {
 	h = s.observe(h)
 	h = s.recoverPanics(h)
 	h = s.requestID(h)
+	if d.Tracing != nil {
+		h = otelhttp.NewHandler(h, "http", otelhttp.WithTracerProvider(d.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
+	}
 	return h
 }
 

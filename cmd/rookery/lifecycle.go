@@ -7,6 +7,7 @@ import (
 	"time"
 
 	oklog "github.com/oklog/run"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
@@ -59,10 +60,10 @@ func untilStopped(name string, log *slog.Logger, work func(ctx context.Context) 
 
 // pipeline is the worker's components: the outbox relay, and for each consumer its runner and a
 // poller of its lag (for the metrics).
-func pipeline(ob *events.Outbox, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger) []component {
+func pipeline(ob *events.Outbox, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
 	cs := []component{untilStopped("outbox relay", log, func(ctx context.Context) error { ob.Run(ctx); return nil })}
 	runner := &events.Runner{
-		Log: l, Logger: log,
+		Log: l, Logger: log, Tracing: tracing,
 		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },
 		Age:   m.ObserveEventAge,
 	}

@@ -621,26 +621,8 @@ func TestEngagementEndToEnd(t *testing.T) {
 // Local, NATS JetStream, Redis timelines and the Redis cache. Writes go to one API node and reads
 // to the other; the worker fans out, counts, scores and records activities.
 func TestScaleOutEndToEnd(t *testing.T) {
-	ctx := context.Background()
-	natsURL := testenv.NATSURL()
-	stamp := time.Now().UnixNano()
-	name, prefix := fmt.Sprintf("rookery-scale-%d", stamp), redisPrefix(t)
-	vars := map[string]string{
-		"ROOKERY_STORE": "dynamo", "ROOKERY_DYNAMO_ENDPOINT": dynamotest.Endpoint(t), "ROOKERY_DYNAMO_TABLE": name,
-		"ROOKERY_DYNAMO_REGION": "us-east-1", "ROOKERY_AWS_ACCESS_KEY_ID": "test", "ROOKERY_AWS_SECRET_ACCESS_KEY": "test",
-		"ROOKERY_AUTH_SECRET": strings.Repeat("s", 32),
-		"ROOKERY_EVENTS":      "nats", "ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2",
-		"ROOKERY_TIMELINES": "redis", "ROOKERY_CACHE": "redis", "ROOKERY_REDIS_PREFIX": prefix, "ROOKERY_REDIS_ADDR": testenv.RedisAddr(),
-		"ROOKERY_LEADERBOARD_CACHE": "0s",
-	}
-	command(t, vars, "migrate")
-	t.Cleanup(func() { dynamo.DropTable(ctx, dynamotest.Client(t), name) })
-	t.Cleanup(func() {
-		if l, err := natslog.Open(ctx, natslog.Options{URL: natsURL, Prefix: prefix, Partitions: 2}); err == nil {
-			l.Destroy(ctx)
-			l.Close()
-		}
-	})
+	vars := scaleOutVars(t, "rookery-scale")
+	vars["ROOKERY_LEADERBOARD_CACHE"] = "0s"
 	writer := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
 	reader := start(t, vars, "--data-dir", t.TempDir(), "--role", "api")
 	// Two workers split the consumer groups' partitions (leases of 2 s, given by flag to one and by
@@ -706,6 +688,32 @@ func TestScaleOutEndToEnd(t *testing.T) {
 	if st, body := call(t, "GET", reader.url+"/readyz", "", ""); st != 200 {
 		t.Fatalf("readyz = %d %v", st, body)
 	}
+}
+
+// scaleOutVars returns the environment of a scale-out deployment for one test: a new DynamoDB
+// table (migrated) named from name, the NATS event log (2 partitions) and Redis timelines, cache
+// and limits under a prefix of the test's own, all removed when the test ends.
+func scaleOutVars(t *testing.T, name string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	natsURL := testenv.NATSURL()
+	name, prefix := fmt.Sprintf("%s-%d", name, time.Now().UnixNano()), redisPrefix(t)
+	vars := map[string]string{
+		"ROOKERY_STORE": "dynamo", "ROOKERY_DYNAMO_ENDPOINT": dynamotest.Endpoint(t), "ROOKERY_DYNAMO_TABLE": name,
+		"ROOKERY_DYNAMO_REGION": "us-east-1", "ROOKERY_AWS_ACCESS_KEY_ID": "test", "ROOKERY_AWS_SECRET_ACCESS_KEY": "test",
+		"ROOKERY_AUTH_SECRET": strings.Repeat("s", 32),
+		"ROOKERY_EVENTS":      "nats", "ROOKERY_NATS_URL": natsURL, "ROOKERY_NATS_PREFIX": prefix, "ROOKERY_EVENT_PARTITIONS": "2",
+		"ROOKERY_TIMELINES": "redis", "ROOKERY_CACHE": "redis", "ROOKERY_REDIS_PREFIX": prefix, "ROOKERY_REDIS_ADDR": testenv.RedisAddr(),
+	}
+	command(t, vars, "migrate")
+	t.Cleanup(func() { dynamo.DropTable(ctx, dynamotest.Client(t), name) })
+	t.Cleanup(func() {
+		if l, err := natslog.Open(ctx, natslog.Options{URL: natsURL, Prefix: prefix, Partitions: 2}); err == nil {
+			l.Destroy(ctx)
+			l.Close()
+		}
+	})
+	return vars
 }
 
 // redisPrefix returns a prefix of Redis keys for one test; the test's keys (timelines, cache, rate

@@ -30,6 +30,7 @@ type serveConfig struct {
 	webhooks        webhooksConfig
 	rateLimits      rateLimitsConfig
 	backup          backupConfig
+	tracing         tracingConfig
 	addr            string
 	role            string
 	logLevel        string
@@ -64,6 +65,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	sc.webhooks.addFlags(cmd.Flags())
 	sc.rateLimits.addFlags(cmd.Flags())
 	sc.backup.addFlags(cmd.Flags())
+	sc.tracing.addFlags(cmd.Flags())
 	cfg.addStoreFlags(cmd.Flags())
 	cfg.addAuthFlags(cmd.Flags())
 	return cmd
@@ -128,7 +130,19 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	tracing, stopTracing, err := sc.tracing.start(ctx, sc.role)
+	if err != nil {
+		return err
+	}
+	defer func() { // after every component has stopped: their last spans are flushed
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("flushing the last traces failed", "err", err)
+		}
+	}()
 	deps := httpapi.Deps{
+		Tracing:  tracing,
 		Limits:   limits,
 		Backup:   b.backup(sc.backup, cfg.dataDir),
 		Streams:  streamOpts,
@@ -175,7 +189,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	var components []component
 	if sc.role != "api" {
-		components = pipeline(outbox, evlog, consumers, m, log)
+		components = pipeline(outbox, evlog, consumers, m, log, tracing)
 		if dispatcher, err = sc.webhooks.dispatcher(application, m, log); err != nil {
 			return err
 		}
