@@ -52,9 +52,23 @@ type Row struct {
 	ExportedAt int64  `parquet:"exported_at,timestamp(millisecond)"`
 }
 
+// A Store keeps the export files: a directory (the default, on Options.Dir) or an S3 bucket
+// (export/s3). Names are slash-separated paths such as dt=2026-11-22/part-0000000042.parquet.
+type Store interface {
+	// Has reports whether a file named name is stored. Files are stored whole or not at all.
+	Has(ctx context.Context, name string) (bool, error)
+	// Put stores the complete local file at path as name, whole or not at all, and removes path.
+	// Putting a name that is stored already leaves it as it is: an export file's name says which
+	// rows it holds (their date and journal generation), so a second put would hold the same rows.
+	Put(ctx context.Context, name, path string) error
+}
+
 // Options configure an Exporter; zero values mean the defaults.
 type Options struct {
-	Dir string // where the dt=... directories go (required)
+	// Dir holds the journal (_journal/), and the files too unless Store is set (required).
+	Dir string
+	// Store, if set, keeps the files instead of Dir (an S3 bucket); Dir then holds the journal only.
+	Store Store
 	// A file is rolled when its generation holds MaxRows rows or MaxBytes bytes of payload, or
 	// MaxAge after its first row (defaults 100,000 rows, 64 MiB, 1 minute).
 	MaxRows  int
@@ -127,6 +141,9 @@ func Open(o Options) (*Exporter, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Store == nil {
+		o.Store = dirStore(o.Dir)
 	}
 	e := &Exporter{o: o, seen: map[string]int64{}, roll: make(chan struct{}, 1), rolled: map[int64]time.Time{}, done: make(chan struct{})}
 	e.syncing = sync.NewCond(&e.mu)
@@ -418,38 +435,58 @@ func (e *Exporter) writeFiles(gen int64, rows []Row) error {
 		dates = append(dates, dt)
 	}
 	sort.Strings(dates)
+	ctx := context.Background()
 	for _, dt := range dates {
-		dir := filepath.Join(e.o.Dir, "dt="+dt)
-		final := filepath.Join(dir, fmt.Sprintf("part-%010d.parquet", gen))
-		if _, err := os.Stat(final); err == nil {
+		name := fmt.Sprintf("dt=%s/part-%010d.parquet", dt, gen)
+		if has, err := e.o.Store.Has(ctx, name); err != nil || has {
+			if err != nil {
+				return fmt.Errorf("export: %s: %w", name, err)
+			}
 			continue
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// Encoded beside the journal (a hidden name, which readers skip and a restart removes),
+		// then put whole.
+		tmp, err := os.CreateTemp(filepath.Join(e.o.Dir, journalDir), ".part-*.tmp")
+		if err != nil {
 			return err
 		}
-		if err := writeParquet(dir, final, byDate[dt]); err != nil {
-			return err
+		err = encodeParquet(tmp, byDate[dt])
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = e.o.Store.Put(ctx, name, tmp.Name())
+		}
+		os.Remove(tmp.Name()) // gone already after a put
+		if err != nil {
+			return fmt.Errorf("export: %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// writeParquet writes rows to final atomically: a hidden temporary file, synced, renamed, and the
-// directory synced.
-func writeParquet(dir, final string, rows []Row) error {
-	tmp, err := os.CreateTemp(dir, ".part-*.tmp")
-	if err != nil {
+// dirStore keeps the export files in a directory: a put is a rename (the temporary file is on the
+// same file system, under the journal) followed by a sync of the directory.
+type dirStore string
+
+func (d dirStore) Has(_ context.Context, name string) (bool, error) {
+	_, err := os.Stat(filepath.Join(string(d), filepath.FromSlash(name)))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (d dirStore) Put(_ context.Context, name, path string) error {
+	final := filepath.Join(string(d), filepath.FromSlash(name))
+	if _, err := os.Stat(final); err == nil {
+		return os.Remove(path)
+	}
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // after the rename there is nothing left to remove
-	err = encodeParquet(tmp, rows)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
+	if err := os.Rename(path, final); err != nil {
 		return err
 	}
 	return syncDir(dir)

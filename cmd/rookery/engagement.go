@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/export"
+	exports3 "github.com/rookery/rookery/export/s3"
+	"github.com/rookery/rookery/internal/awsconf"
 	tlredis "github.com/rookery/rookery/timeline/redis"
 )
 
@@ -30,6 +33,8 @@ type engagementConfig struct {
 	shards      int
 	boardCache  time.Duration
 	exportDir   string
+	s3Endpoint  string
+	s3Region    string
 	exportRows  int
 	exportBytes int64
 	exportAge   time.Duration
@@ -43,7 +48,9 @@ func (c *engagementConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.cache, "cache", "memory", "where streak records are cached and rate limits counted: memory (this process) or redis (--redis-addr; shared by every process)")
 	f.IntVar(&c.shards, "streak-shards", 16, "partitions of the streak leaderboard (fixed for the life of a table)")
 	f.DurationVar(&c.boardCache, "leaderboard-cache", 30*time.Second, "how long a leaderboard read is cached in process (0: not at all)")
-	f.StringVar(&c.exportDir, "export-dir", "", "write every event to Parquet files under this directory, partitioned by date (off when empty; a relative path is under --data-dir)")
+	f.StringVar(&c.exportDir, "export-dir", "", "write every event to Parquet files under this directory, partitioned by date (off when empty; a relative path is under --data-dir), or to an S3 bucket: s3://bucket/prefix (the journal stays in <data-dir>/export-journal)")
+	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// export directories (empty: AWS's, by region; an emulator or MinIO: addressed by path)")
+	f.StringVar(&c.s3Region, "s3-region", "", "AWS region of the S3 bucket (empty: from the AWS configuration, else us-east-1); credentials are --aws-access-key-id and --aws-secret-access-key, else the AWS default chain")
 	f.IntVar(&c.exportRows, "export-roll-rows", 100_000, "roll an export file at this many rows")
 	f.Int64Var(&c.exportBytes, "export-roll-bytes", 64<<20, "roll an export file at this many bytes of payload")
 	f.DurationVar(&c.exportAge, "export-roll-age", time.Minute, "roll an export file this long after its first row")
@@ -101,15 +108,25 @@ func (c *engagementConfig) engagement(clock rookery.Clock, role, redisAddr, pref
 }
 
 // exporter opens the analytics export, if configured, and returns its consumer.
-func (c *engagementConfig) exporter(dataDir string, log *slog.Logger) (*export.Exporter, []events.Consumer, error) {
+func (c *engagementConfig) exporter(ctx context.Context, cfg *config, log *slog.Logger) (*export.Exporter, []events.Consumer, error) {
 	if c.exportDir == "" {
 		return nil, nil, nil
 	}
-	dir := c.exportDir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(dataDir, dir)
+	o := export.Options{Dir: c.exportDir, MaxRows: c.exportRows, MaxBytes: c.exportBytes, MaxAge: c.exportAge, Logger: log}
+	if bucket, prefix, ok := exports3.ParseURL(c.exportDir); ok {
+		client, err := exports3.NewClient(ctx, awsconf.Options{Endpoint: c.s3Endpoint, Region: c.s3Region,
+			AccessKeyID: cfg.awsAccessKeyID, SecretAccessKey: cfg.awsSecretAccessKey})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--export-dir: %w", err)
+		}
+		o.Dir, o.Store = "export-journal", exports3.New(client, bucket, prefix)
+	} else if strings.HasPrefix(c.exportDir, "s3://") {
+		return nil, nil, fmt.Errorf("--export-dir %q: want s3://bucket/prefix", c.exportDir)
 	}
-	e, err := export.Open(export.Options{Dir: dir, MaxRows: c.exportRows, MaxBytes: c.exportBytes, MaxAge: c.exportAge, Logger: log})
+	if !filepath.IsAbs(o.Dir) {
+		o.Dir = filepath.Join(cfg.dataDir, o.Dir)
+	}
+	e, err := export.Open(o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--export-dir: %w", err)
 	}

@@ -171,7 +171,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}})
 	consumers := application.Consumers()
 	if sc.role != "api" {
-		exporter, cs, err := sc.engagement.exporter(cfg.dataDir, log)
+		exporter, cs, err := sc.engagement.exporter(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
