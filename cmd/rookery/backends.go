@@ -37,11 +37,11 @@ type backends struct {
 }
 
 // backup returns the HTTP server's Backup, if there is an embedded store to back up.
-func (b *backends) backup(c backupConfig, dataDir string) httpapi.Backup {
+func (b *backends) backup(c backupConfig, cfg *config) httpapi.Backup {
 	if b.local == nil {
 		return nil
 	}
-	return c.backup(dataDir, b.local.Checkpoint)
+	return c.backup(cfg, b.local.Checkpoint)
 }
 
 func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rookery.Clock, cursorKey []byte, m *metrics.Metrics, log *slog.Logger) (_ *backends, err error) {

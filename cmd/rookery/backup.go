@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rookery/rookery"
+	exports3 "github.com/rookery/rookery/export/s3"
 	"github.com/rookery/rookery/httpapi"
 	"github.com/rookery/rookery/table/pebble"
 )
@@ -25,16 +27,22 @@ import (
 type backupConfig struct{ dir string }
 
 func (c *backupConfig) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&c.dir, "backup-dir", "", "where backups of the embedded store go (POST /v1/admin/backup, rookery backup), each in a directory of its name; empty: <data-dir>/backups")
+	f.StringVar(&c.dir, "backup-dir", "", "where backups of the embedded store go (POST /v1/admin/backup, rookery backup), each in a directory of its name: a directory, or s3://bucket/prefix (--s3-endpoint); empty: <data-dir>/backups")
 }
 
 var backupName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$`)
 
 // backup returns the server's Backup: checkpoint copies the data directory's engines (while the
 // server runs) into a directory that becomes the backup, with the generated secret beside them and
-// backup.json describing it, once whole. One backup at a time.
-func (c *backupConfig) backup(dataDir string, checkpoint func(ctx context.Context, dir string) error) httpapi.Backup {
-	root := c.dir
+// backup.json describing it, once whole. To S3, that directory is staged under <data-dir>/backups
+// and uploaded file by file, backup.json last (a backup without it is not whole), then removed.
+// One backup at a time.
+func (c *backupConfig) backup(cfg *config, checkpoint func(ctx context.Context, dir string) error) httpapi.Backup {
+	dataDir := cfg.dataDir
+	root, remote := c.dir, ""
+	if strings.HasPrefix(root, "s3://") {
+		root, remote = "", strings.TrimRight(root, "/")
+	}
 	if root == "" {
 		root = filepath.Join(dataDir, "backups")
 	}
@@ -51,7 +59,19 @@ func (c *backupConfig) backup(dataDir string, checkpoint func(ctx context.Contex
 		mu.Lock()
 		defer mu.Unlock()
 		dir := filepath.Join(root, name)
-		if _, err := os.Stat(dir); err == nil {
+		var st *exports3.Store
+		if remote != "" {
+			var err error
+			if st, err = cfg.s3Store(ctx, remote+"/"+name); err != nil {
+				return httpapi.BackupInfo{}, rookery.E(op, rookery.Internal, err)
+			}
+			if has, err := st.Has(ctx, "backup.json"); err != nil || has {
+				if err != nil {
+					return httpapi.BackupInfo{}, rookery.E(op, rookery.Unavailable, "the backup bucket does not answer", err)
+				}
+				return httpapi.BackupInfo{}, rookery.E(op, rookery.Conflict, "a backup of that name exists")
+			}
+		} else if _, err := os.Stat(dir); err == nil {
 			return httpapi.BackupInfo{}, rookery.E(op, rookery.Conflict, "a backup of that name exists")
 		}
 		partial := dir + ".partial"
@@ -71,6 +91,18 @@ func (c *backupConfig) backup(dataDir string, checkpoint func(ctx context.Contex
 			b, _ := json.MarshalIndent(map[string]any{"name": name, "began_at": began, "version": version, "took_ms": info.TookMS}, "", "  ")
 			err = os.WriteFile(filepath.Join(partial, "backup.json"), append(b, '\n'), 0o600)
 		}
+		if err == nil && st != nil {
+			info.Dir, info.Bytes = remote+"/"+name, 0
+			if info.Bytes, err = dirSize(partial); err == nil {
+				err = upload(ctx, st, partial)
+			}
+			os.RemoveAll(partial)
+			if err != nil {
+				return httpapi.BackupInfo{}, rookery.E(op, rookery.Unavailable, "uploading the backup failed", err)
+			}
+			info.TookMS = time.Since(began).Milliseconds()
+			return info, nil
+		}
 		if err == nil {
 			err = os.Rename(partial, dir)
 		}
@@ -81,6 +113,21 @@ func (c *backupConfig) backup(dataDir string, checkpoint func(ctx context.Contex
 		info.Bytes, _ = dirSize(dir)
 		return info, nil
 	}
+}
+
+// upload puts every file under dir to st under its relative path, backup.json last.
+func upload(ctx context.Context, st *exports3.Store, dir string) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "backup.json" && filepath.Dir(path) == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		return st.Put(ctx, filepath.ToSlash(rel), path)
+	})
+	if err != nil {
+		return err
+	}
+	return st.Put(ctx, "backup.json", filepath.Join(dir, "backup.json"))
 }
 
 func dirSize(dir string) (int64, error) {
@@ -167,15 +214,21 @@ func restoreCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			if from == "" {
 				return errors.New("--from is required: the backup's directory")
 			}
-			if _, err := os.Stat(filepath.Join(from, "backup.json")); err != nil {
-				return fmt.Errorf("%s is not a whole backup (no backup.json): %w", from, err)
-			}
 			dest := cfg.dataDir
 			if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 {
 				return fmt.Errorf("--data-dir %s is not empty: restore into a new directory", dest)
 			}
-			if err := copyTree(from, dest); err != nil {
-				return fmt.Errorf("restoring: %w", err)
+			if strings.HasPrefix(from, "s3://") {
+				if err := download(cmd.Context(), cfg, from, dest); err != nil {
+					return fmt.Errorf("restoring: %w", err)
+				}
+			} else {
+				if _, err := os.Stat(filepath.Join(from, "backup.json")); err != nil {
+					return fmt.Errorf("%s is not a whole backup (no backup.json): %w", from, err)
+				}
+				if err := copyTree(from, dest); err != nil {
+					return fmt.Errorf("restoring: %w", err)
+				}
 			}
 			// The copy must open: a store that does not is no restore. (Opening reads no cursor,
 			// so any cursor key does.)
@@ -191,9 +244,53 @@ func restoreCmd(cfg *config, stdout io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "the backup's directory (as `rookery backup` printed it)")
+	f.StringVar(&from, "from", "", "the backup's directory, or its s3://bucket/prefix/name (as `rookery backup` printed it)")
 	f.StringVar(&cfg.dataDir, "data-dir", "./data", "the data directory to make (must not exist, or be empty)")
+	cfg.addAWSFlags(f)
 	return cmd
+}
+
+// download copies the backup at the s3:// URL from into dest; backup.json, written last, must be
+// there (else the upload did not finish).
+func download(ctx context.Context, cfg *config, from, dest string) error {
+	st, err := cfg.s3Store(ctx, strings.TrimRight(from, "/"))
+	if err != nil {
+		return err
+	}
+	if has, err := st.Has(ctx, "backup.json"); err != nil || !has {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%s is not a whole backup (no backup.json)", from)
+	}
+	names, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if name == "backup.json" {
+			continue
+		}
+		path := filepath.Join(dest, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		err = st.Get(ctx, name, f)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // copyTree copies the regular files under src to dst, keeping the layout (directories 0700).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -238,5 +239,46 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 	// Restoring again into the same, now non-empty, directory is refused.
 	if err := run(t.Context(), []string{"restore", "--from", filepath.Join(dir, "backups", "under-load"), "--data-dir", restored}, env(nil), new(strings.Builder), new(strings.Builder)); err == nil {
 		t.Fatal("restore into a non-empty directory succeeded")
+	}
+}
+
+// TestBackupToS3: with --backup-dir s3://..., a backup is uploaded (backup.json last) and nothing
+// stays behind locally; a second backup of the name is refused; restore --from s3://... brings the
+// data directory back, secret included, and a server on it serves what was written.
+func TestBackupToS3(t *testing.T) {
+	endpoint := startS3Emulator(t, "vault")
+	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir, "--backup-dir", "s3://vault/rookery/backups", "--s3-endpoint", endpoint)
+	server := strings.TrimSpace(command(t, nil, "token", "--sub", "app", "--server", "--data-dir", dir))
+	ann := strings.TrimSpace(command(t, nil, "token", "--sub", "ann", "--data-dir", dir))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/ann", server, `{"username":"ann_v"}`); st != 201 {
+		t.Fatalf("PUT ann = %d %v", st, body)
+	}
+	st, post := call(t, "POST", srv.url+"/v1/posts", ann, `{"text":"kept in the vault"}`)
+	if st != 201 {
+		t.Fatalf("post = %d %v", st, post)
+	}
+	out := command(t, nil, "backup", "--server", srv.url, "--data-dir", dir, "--name", "nightly")
+	if !strings.Contains(out, "in s3://vault/rookery/backups/nightly") {
+		t.Fatalf("rookery backup printed %q", out)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "backups")); len(entries) != 0 {
+		t.Fatalf("the backup's staging copy stayed behind: %v", entries)
+	}
+	err := run(t.Context(), []string{"backup", "--server", srv.url, "--data-dir", dir, "--name", "nightly"}, env(nil), new(strings.Builder), new(strings.Builder))
+	if err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("a second backup named nightly: %v; want 409", err)
+	}
+	srv.stop()
+
+	restored := filepath.Join(t.TempDir(), "restored")
+	command(t, nil, "restore", "--from", "s3://vault/rookery/backups/nightly", "--s3-endpoint", endpoint, "--data-dir", restored)
+	srv = start(t, nil, "--data-dir", restored)
+	if st, body := call(t, "GET", srv.url+"/v1/posts/"+post["id"].(string), ann, ""); st != 200 || body["text"] != "kept in the vault" {
+		t.Fatalf("the post after the restore = %d %v", st, body)
+	}
+	if err := run(t.Context(), []string{"restore", "--from", "s3://vault/rookery/backups/none", "--s3-endpoint", endpoint,
+		"--data-dir", filepath.Join(t.TempDir(), "x")}, env(nil), new(strings.Builder), new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "not a whole backup") {
+		t.Fatalf("restoring a backup that is not there: %v", err)
 	}
 }

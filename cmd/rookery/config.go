@@ -19,6 +19,8 @@ import (
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/auth"
+	exports3 "github.com/rookery/rookery/export/s3"
+	"github.com/rookery/rookery/internal/awsconf"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo"
@@ -32,6 +34,7 @@ type config struct {
 
 	dynamoEndpoint, dynamoTable, dynamoRegion string
 	awsAccessKeyID, awsSecretAccessKey        string
+	s3Endpoint, s3Region                      string
 
 	authSecret   string
 	authKeys     string
@@ -52,8 +55,14 @@ func (c *config) addDynamoFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.dynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL (empty: AWS's, by region)")
 	f.StringVar(&c.dynamoTable, "dynamo-table", "rookery", "DynamoDB table name")
 	f.StringVar(&c.dynamoRegion, "dynamo-region", "", "AWS region (empty: from the AWS configuration, else us-east-1)")
+	c.addAWSFlags(f)
+}
+
+// addAWSFlags registers the AWS credentials and the S3 endpoint (DynamoDB's endpoint is its own).
+func (c *config) addAWSFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.awsAccessKeyID, "aws-access-key-id", "", "AWS access key id (empty: the AWS default credential chain)")
 	f.StringVar(&c.awsSecretAccessKey, "aws-secret-access-key", "", "AWS secret access key (empty: the AWS default credential chain)")
+	c.addS3Flags(f)
 }
 
 // addClientFlags registers what the commands that call a running server (token, dlq, import,
@@ -180,4 +189,24 @@ func (c *config) dynamoClient(ctx context.Context) (*dynamoClient, error) {
 		Endpoint: c.dynamoEndpoint, Region: c.dynamoRegion,
 		AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey,
 	})
+}
+
+// addS3Flags registers where s3:// URLs (--export-dir, --backup-dir, restore --from) are served.
+func (c *config) addS3Flags(f *pflag.FlagSet) {
+	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// URLs (empty: AWS's, by region; an emulator or MinIO: addressed by path)")
+	f.StringVar(&c.s3Region, "s3-region", "", "AWS region of s3:// buckets (empty: from the AWS configuration, else us-east-1); credentials are --aws-access-key-id and --aws-secret-access-key, else the AWS default chain")
+}
+
+// s3Store returns the files under an s3://bucket/prefix URL.
+func (c *config) s3Store(ctx context.Context, u string) (*exports3.Store, error) {
+	bucket, prefix, ok := exports3.ParseURL(u)
+	if !ok {
+		return nil, fmt.Errorf("%q is not s3://bucket/prefix", u)
+	}
+	client, err := exports3.NewClient(ctx, awsconf.Options{Endpoint: c.s3Endpoint, Region: c.s3Region,
+		AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey})
+	if err != nil {
+		return nil, err
+	}
+	return exports3.New(client, bucket, prefix), nil
 }

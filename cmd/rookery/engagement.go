@@ -18,8 +18,6 @@ import (
 	cacheredis "github.com/rookery/rookery/cache/redis"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/export"
-	exports3 "github.com/rookery/rookery/export/s3"
-	"github.com/rookery/rookery/internal/awsconf"
 	tlredis "github.com/rookery/rookery/timeline/redis"
 )
 
@@ -33,8 +31,6 @@ type engagementConfig struct {
 	shards      int
 	boardCache  time.Duration
 	exportDir   string
-	s3Endpoint  string
-	s3Region    string
 	exportRows  int
 	exportBytes int64
 	exportAge   time.Duration
@@ -49,8 +45,6 @@ func (c *engagementConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.shards, "streak-shards", 16, "partitions of the streak leaderboard (fixed for the life of a table)")
 	f.DurationVar(&c.boardCache, "leaderboard-cache", 30*time.Second, "how long a leaderboard read is cached in process (0: not at all)")
 	f.StringVar(&c.exportDir, "export-dir", "", "write every event to Parquet files under this directory, partitioned by date (off when empty; a relative path is under --data-dir), or to an S3 bucket: s3://bucket/prefix (the journal stays in <data-dir>/export-journal)")
-	f.StringVar(&c.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for s3:// export directories (empty: AWS's, by region; an emulator or MinIO: addressed by path)")
-	f.StringVar(&c.s3Region, "s3-region", "", "AWS region of the S3 bucket (empty: from the AWS configuration, else us-east-1); credentials are --aws-access-key-id and --aws-secret-access-key, else the AWS default chain")
 	f.IntVar(&c.exportRows, "export-roll-rows", 100_000, "roll an export file at this many rows")
 	f.Int64Var(&c.exportBytes, "export-roll-bytes", 64<<20, "roll an export file at this many bytes of payload")
 	f.DurationVar(&c.exportAge, "export-roll-age", time.Minute, "roll an export file this long after its first row")
@@ -113,15 +107,12 @@ func (c *engagementConfig) exporter(ctx context.Context, cfg *config, log *slog.
 		return nil, nil, nil
 	}
 	o := export.Options{Dir: c.exportDir, MaxRows: c.exportRows, MaxBytes: c.exportBytes, MaxAge: c.exportAge, Logger: log}
-	if bucket, prefix, ok := exports3.ParseURL(c.exportDir); ok {
-		client, err := exports3.NewClient(ctx, awsconf.Options{Endpoint: c.s3Endpoint, Region: c.s3Region,
-			AccessKeyID: cfg.awsAccessKeyID, SecretAccessKey: cfg.awsSecretAccessKey})
+	if strings.HasPrefix(c.exportDir, "s3://") {
+		st, err := cfg.s3Store(ctx, c.exportDir)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--export-dir: %w", err)
 		}
-		o.Dir, o.Store = "export-journal", exports3.New(client, bucket, prefix)
-	} else if strings.HasPrefix(c.exportDir, "s3://") {
-		return nil, nil, fmt.Errorf("--export-dir %q: want s3://bucket/prefix", c.exportDir)
+		o.Dir, o.Store = "export-journal", st
 	}
 	if !filepath.IsAbs(o.Dir) {
 		o.Dir = filepath.Join(cfg.dataDir, o.Dir)

@@ -144,7 +144,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	deps := httpapi.Deps{
 		Tracing:  tracing,
 		Limits:   limits,
-		Backup:   b.backup(sc.backup, cfg.dataDir),
+		Backup:   b.backup(sc.backup, cfg),
 		Streams:  streamOpts,
 		Verifier: verifier,
 		Metrics:  m,
