@@ -292,6 +292,7 @@ func (f *fixture) do(method, path, tok, body string, headers ...string) reply {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	checkContract(f.t, req, resp, raw)
 	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
 	json.Unmarshal(raw, &r.body)
 	return r

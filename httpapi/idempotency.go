@@ -30,7 +30,11 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if replay != nil {
-			w.Header().Set("Content-Type", "application/json")
+			ct := "application/json"
+			if replay.Status >= 400 { // a remembered problem stays one
+				ct = "application/problem+json"
+			}
+			w.Header().Set("Content-Type", ct)
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.WriteHeader(replay.Status)
 			w.Write(replay.Body)

@@ -33,8 +33,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Paths   map[string]map[string]struct {
-			Summary   string                     `json:"summary"`
-			Responses map[string]json.RawMessage `json:"responses"`
+			Summary     string                     `json:"summary"`
+			OperationID string                     `json:"operationId"`
+			Responses   map[string]json.RawMessage `json:"responses"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -44,11 +45,19 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("openapi version %q", doc.OpenAPI)
 	}
 	var documented []string
+	opIDs := map[string]string{}
 	for path, ops := range doc.Paths {
 		for method, op := range ops {
 			documented = append(documented, strings.ToUpper(method)+" "+path)
 			if op.Summary == "" || op.Responses["default"] == nil || len(op.Responses) < 2 {
 				t.Errorf("%s %s: needs a summary, its success replies and the default (problem) reply", method, path)
+			}
+			if other, dup := opIDs[op.OperationID]; op.OperationID == "" || dup {
+				t.Errorf("%s %s: needs an operationId of its own (%q; also %s)", method, path, op.OperationID, other)
+			}
+			opIDs[op.OperationID] = method + " " + path
+			if strings.HasPrefix(path, "/v1/") && (op.Responses["401"] == nil || op.Responses["429"] == nil) {
+				t.Errorf("%s %s: every /v1 operation documents 401 and 429", method, path)
 			}
 		}
 	}

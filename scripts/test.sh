@@ -120,6 +120,12 @@ if [ -z "${ROOKERY_TEST_POSTGRES_URL:-}" ]; then
 	echo "   $ROOKERY_TEST_POSTGRES_URL"
 fi
 
+if [ $# -eq 0 ]; then
+	# The OpenAPI document lints clean (Redocly CLI from npm; redocly.yaml says what is switched off).
+	echo "== scripts/openapi-lint.sh (docs/openapi.json)"
+	scripts/openapi-lint.sh
+fi
+
 args=("$@")
 # The fault test (./faults) runs alone, after the rest: it starts servers of its own and times
 # their faults, and other packages' tests on the same two cores would slow it past its timeouts.
