@@ -143,6 +143,11 @@ if [ $# -eq 0 ]; then
 	echo "== go test ./faults (the scale-out deployment under faults; live streams and webhooks end to end; seeds are printed)"
 	go test -count=1 -timeout 30m -v -run 'TestFaults|TestStreams|TestWebhooks' ./faults
 
+	# The Go SDK (a module of its own): regenerated from docs/openapi.json (a diff fails), then its
+	# tests against the real binary.
+	echo "== sdk/go: go generate (no diff), go vet, go test -race"
+	(cd sdk/go && go generate ./api && go mod tidy && git diff --exit-code -- api/client.gen.go go.mod go.sum && go vet ./... && go test -race -count=1 ./...)
+
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"
 	go test -run '^$' -fuzz '^FuzzHandler$' -fuzztime 20s ./httpapi
