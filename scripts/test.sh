@@ -148,6 +148,10 @@ if [ $# -eq 0 ]; then
 	echo "== sdk/go: go generate (no diff), go vet, go test -race"
 	(cd sdk/go && go generate ./api && go mod tidy && git diff --exit-code -- api/client.gen.go go.mod go.sum && go vet ./... && go test -race -count=1 ./...)
 
+	# The TypeScript SDK: regenerated (no diff), built, tested against the real binary (node --test).
+	echo "== sdk/ts: npm ci, generate (no diff), build, node --test"
+	(cd sdk/ts && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && git diff --exit-code -- src/schema.ts && npm test)
+
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"
 	go test -run '^$' -fuzz '^FuzzHandler$' -fuzztime 20s ./httpapi

@@ -5934,8 +5934,8 @@ type RepairStreaksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Changes *[]StreakRepair `json:"changes,omitempty"`
-		Checked *int            `json:"checked,omitempty"`
+		Changes []StreakRepair `json:"changes"`
+		Checked int            `json:"checked"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -5963,8 +5963,8 @@ type RepairStreaksResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r RepairStreaksResponse) GetJSON200() *struct {
-	Changes *[]StreakRepair `json:"changes,omitempty"`
-	Checked *int            `json:"checked,omitempty"`
+	Changes []StreakRepair `json:"changes"`
+	Checked int            `json:"checked"`
 } {
 	return r.JSON200
 }
@@ -6178,7 +6178,7 @@ type GetAuthorLeaderboardResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Items *[]AuthorRank `json:"items,omitempty"`
+		Items []AuthorRank `json:"items"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -6200,7 +6200,7 @@ type GetAuthorLeaderboardResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetAuthorLeaderboardResponse) GetJSON200() *struct {
-	Items *[]AuthorRank `json:"items,omitempty"`
+	Items []AuthorRank `json:"items"`
 } {
 	return r.JSON200
 }
@@ -6284,7 +6284,7 @@ type GetStreakLeaderboardResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Items *[]StreakRank `json:"items,omitempty"`
+		Items []StreakRank `json:"items"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -6306,7 +6306,7 @@ type GetStreakLeaderboardResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetStreakLeaderboardResponse) GetJSON200() *struct {
-	Items *[]StreakRank `json:"items,omitempty"`
+	Items []StreakRank `json:"items"`
 } {
 	return r.JSON200
 }
@@ -6621,7 +6621,7 @@ type GetUnreadCountResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Count *int `json:"count,omitempty"`
+		Count int `json:"count"`
 	}
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
@@ -6641,7 +6641,7 @@ type GetUnreadCountResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUnreadCountResponse) GetJSON200() *struct {
-	Count *int `json:"count,omitempty"`
+	Count int `json:"count"`
 } {
 	return r.JSON200
 }
@@ -7790,7 +7790,7 @@ type LikePostResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Liked *bool `json:"liked,omitempty"`
+		Liked bool `json:"liked"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -7818,7 +7818,7 @@ type LikePostResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r LikePostResponse) GetJSON200() *struct {
-	Liked *bool `json:"liked,omitempty"`
+	Liked bool `json:"liked"`
 } {
 	return r.JSON200
 }
@@ -9141,7 +9141,7 @@ type GetFollowResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		FollowedAt *time.Time `json:"followed_at,omitempty"`
+		FollowedAt time.Time `json:"followed_at"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -9165,7 +9165,7 @@ type GetFollowResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetFollowResponse) GetJSON200() *struct {
-	FollowedAt *time.Time `json:"followed_at,omitempty"`
+	FollowedAt time.Time `json:"followed_at"`
 } {
 	return r.JSON200
 }
@@ -9254,8 +9254,8 @@ type FollowUserResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		FollowedAt *time.Time `json:"followed_at,omitempty"`
-		Following  *bool      `json:"following,omitempty"`
+		FollowedAt time.Time `json:"followed_at"`
+		Following  bool      `json:"following"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -9283,8 +9283,8 @@ type FollowUserResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r FollowUserResponse) GetJSON200() *struct {
-	FollowedAt *time.Time `json:"followed_at,omitempty"`
-	Following  *bool      `json:"following,omitempty"`
+	FollowedAt time.Time `json:"followed_at"`
+	Following  bool      `json:"following"`
 } {
 	return r.JSON200
 }
@@ -9601,7 +9601,7 @@ type GetPointsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Days *[]DayPoints `json:"days,omitempty"`
+		Days []DayPoints `json:"days"`
 	}
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
@@ -9627,7 +9627,7 @@ type GetPointsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetPointsResponse) GetJSON200() *struct {
-	Days *[]DayPoints `json:"days,omitempty"`
+	Days []DayPoints `json:"days"`
 } {
 	return r.JSON200
 }
@@ -12518,8 +12518,8 @@ func ParseRepairStreaksResponse(rsp *http.Response) (*RepairStreaksResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Changes *[]StreakRepair `json:"changes,omitempty"`
-			Checked *int            `json:"checked,omitempty"`
+			Changes []StreakRepair `json:"changes"`
+			Checked int            `json:"checked"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -12804,7 +12804,7 @@ func ParseGetAuthorLeaderboardResponse(rsp *http.Response) (*GetAuthorLeaderboar
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Items *[]AuthorRank `json:"items,omitempty"`
+			Items []AuthorRank `json:"items"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -12932,7 +12932,7 @@ func ParseGetStreakLeaderboardResponse(rsp *http.Response) (*GetStreakLeaderboar
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Items *[]StreakRank `json:"items,omitempty"`
+			Items []StreakRank `json:"items"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -13339,7 +13339,7 @@ func ParseGetUnreadCountResponse(rsp *http.Response) (*GetUnreadCountResponse, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Count *int `json:"count,omitempty"`
+			Count int `json:"count"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -14752,7 +14752,7 @@ func ParseLikePostResponse(rsp *http.Response) (*LikePostResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Liked *bool `json:"liked,omitempty"`
+			Liked bool `json:"liked"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -16389,7 +16389,7 @@ func ParseGetFollowResponse(rsp *http.Response) (*GetFollowResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			FollowedAt *time.Time `json:"followed_at,omitempty"`
+			FollowedAt time.Time `json:"followed_at"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -16524,8 +16524,8 @@ func ParseFollowUserResponse(rsp *http.Response) (*FollowUserResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			FollowedAt *time.Time `json:"followed_at,omitempty"`
-			Following  *bool      `json:"following,omitempty"`
+			FollowedAt time.Time `json:"followed_at"`
+			Following  bool      `json:"following"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -16946,7 +16946,7 @@ func ParseGetPointsResponse(rsp *http.Response) (*GetPointsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Days *[]DayPoints `json:"days,omitempty"`
+			Days []DayPoints `json:"days"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

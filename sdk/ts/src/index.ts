@@ -1,0 +1,242 @@
+// Rookery's TypeScript SDK (Node 20+ and browsers). `api` is the typed client generated from
+// docs/openapi.json (openapi-typescript + openapi-fetch: every path, parameter and reply typed);
+// this module adds what a generator does not give: authentication, retries of 429 and 503 that
+// honour Retry-After, typed errors, async iterators over every list, and the live stream with
+// resume. Tokens and webhook verification are in "@rookery/sdk/server" (Node only: never ship the
+// secret to a browser).
+import createClient, { type Client } from "openapi-fetch";
+import type { components, paths } from "./schema.js";
+
+export type { components, paths };
+export type Schemas = components["schemas"];
+export type User = Schemas["User"];
+export type Post = Schemas["Post"];
+export type Comment = Schemas["Comment"];
+export type Follow = Schemas["Follow"];
+export type Like = Schemas["Like"];
+export type Notification = Schemas["Notification"];
+export type Streak = Schemas["Streak"];
+export type FeedPostEvent = Schemas["FeedPostEvent"];
+export type FeedRemoveEvent = Schemas["FeedRemoveEvent"];
+export type NotificationEvent = Schemas["NotificationEvent"];
+
+export interface RookeryOptions {
+  /** The server, such as http://127.0.0.1:8080. */
+  baseUrl: string;
+  /** A bearer token (a user's; a server token only on servers). */
+  token?: string;
+  /** Asked for the token of every request (to refresh short-lived tokens). */
+  tokenSource?: () => string | Promise<string>;
+  /** With a server token: the user every request acts for (X-On-Behalf-Of). */
+  actingAs?: string;
+  /** Retries of a 429 or 503 (or of no answer) for reads and idempotent writes; default 4. */
+  retries?: number;
+  /** The longest Retry-After waited for; longer ones are the caller's to handle. Default 30 s. */
+  maxWaitMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** A problem+json reply (docs/api.md): code is invalid, unauthenticated, forbidden, not_found,
+ * conflict, too_large, rate_limited, unavailable or internal. */
+export class RookeryError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly fields: { name: string; reason: string }[] = [],
+    readonly requestId?: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(`rookery: ${status} ${code}: ${detail}`);
+    this.name = "RookeryError";
+  }
+}
+
+/** One event of the live stream: type is feed.post, feed.remove, notification, streak or reset. */
+export interface StreamEvent {
+  id: string;
+  type: string;
+  data: unknown;
+}
+
+interface Page<T> {
+  items: T[];
+  next_cursor?: string | null;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+
+const newIdempotencyKey = () => crypto.randomUUID();
+
+/** The fetch of every request: it adds an Idempotency-Key to the creating POSTs that lack one, and
+ * sends a request again, after its Retry-After, when it is answered 429 or 503 (or not answered)
+ * and is safe to repeat: a read, or a write with an Idempotency-Key. */
+function retrying(base: typeof fetch, retries: number, maxWaitMs: number): typeof fetch {
+  return async (input, init) => {
+    let req = new Request(input, init);
+    const path = new URL(req.url).pathname;
+    if (req.method === "POST" && (path === "/v1/posts" || path.endsWith("/comments")) && !req.headers.has("Idempotency-Key")) {
+      req.headers.set("Idempotency-Key", newIdempotencyKey());
+    }
+    const safe = req.method === "GET" || req.method === "HEAD" || req.headers.has("Idempotency-Key");
+    for (let attempt = 0; ; attempt++) {
+      const sent = safe && attempt < retries ? req.clone() : req;
+      let resp: Response;
+      try {
+        resp = await base(sent);
+      } catch (err) {
+        if (!safe || attempt >= retries || req.signal.aborted) throw err;
+        await sleep(100 * 2 ** attempt, req.signal);
+        continue;
+      }
+      if (!safe || attempt >= retries || (resp.status !== 429 && resp.status !== 503)) return resp;
+      const after = Number(resp.headers.get("Retry-After"));
+      const wait = Number.isFinite(after) && after >= 0 ? after * 1000 : 100 * 2 ** attempt;
+      if (wait > maxWaitMs) return resp;
+      await resp.body?.cancel();
+      await sleep(wait, req.signal);
+    }
+  };
+}
+
+/** The SDK: `api` for every operation (typed by path), the helpers for the rest. */
+export class Rookery {
+  readonly api: Client<paths>;
+  private readonly baseUrl: string;
+  private readonly fetchFn: typeof fetch;
+  private readonly baseFetch: typeof fetch;
+  private readonly auth: (headers: Headers) => Promise<void>;
+
+  constructor(o: RookeryOptions) {
+    this.baseUrl = o.baseUrl.replace(/\/+$/, "");
+    const base = o.fetch ?? globalThis.fetch.bind(globalThis);
+    this.baseFetch = base;
+    this.fetchFn = retrying(base, o.retries ?? 4, o.maxWaitMs ?? 30_000);
+    this.auth = async (headers) => {
+      const token = o.tokenSource ? await o.tokenSource() : o.token;
+      if (token) headers.set("Authorization", `Bearer ${token}`);
+      if (o.actingAs) headers.set("X-On-Behalf-Of", o.actingAs);
+    };
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: this.fetchFn });
+    this.api.use({ onRequest: async ({ request }) => { await this.auth(request.headers); return request; } });
+  }
+
+  /** Returns a call's data, or throws its problem as a RookeryError. */
+  static check<T>(r: { data?: T; error?: unknown; response: Response }): T {
+    if (r.response.ok) return r.data as T;
+    const p = (r.error ?? {}) as { code?: string; detail?: string; fields?: { name: string; reason: string }[]; request_id?: string };
+    const after = Number(r.response.headers.get("Retry-After"));
+    throw new RookeryError(r.response.status, p.code ?? "internal", p.detail ?? r.response.statusText, p.fields ?? [], p.request_id,
+      Number.isFinite(after) && r.response.headers.has("Retry-After") ? after * 1000 : undefined);
+  }
+
+  /** Iterates over every item of a list, a page of `limit` at a time, until the last page. */
+  async *pages<T>(page: (cursor: string | undefined) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>): AsyncGenerator<T> {
+    let cursor: string | undefined;
+    for (;;) {
+      const p = Rookery.check(await page(cursor));
+      yield* p.items;
+      if (!p.next_cursor) return;
+      cursor = p.next_cursor;
+    }
+  }
+
+  homeFeed(limit?: number) {
+    return this.pages<Post>((cursor) => this.api.GET("/v1/feed", { params: { query: { limit, cursor } } }));
+  }
+  userPosts(user: string, limit?: number) {
+    return this.pages<Post>((cursor) => this.api.GET("/v1/users/{id}/posts", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  tagPosts(tag: string, limit?: number) {
+    return this.pages<Post>((cursor) => this.api.GET("/v1/tags/{tag}/posts", { params: { path: { tag }, query: { limit, cursor } } }));
+  }
+  followers(user: string, limit?: number) {
+    return this.pages<Follow>((cursor) => this.api.GET("/v1/users/{id}/followers", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  following(user: string, limit?: number) {
+    return this.pages<Follow>((cursor) => this.api.GET("/v1/users/{id}/following", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  comments(post: string, limit?: number) {
+    return this.pages<Comment>((cursor) => this.api.GET("/v1/posts/{id}/comments", { params: { path: { id: post }, query: { limit, cursor } } }));
+  }
+  likes(post: string, limit?: number) {
+    return this.pages<Like>((cursor) => this.api.GET("/v1/posts/{id}/likes", { params: { path: { id: post }, query: { limit, cursor } } }));
+  }
+  notifications(opts: { unread?: boolean; limit?: number } = {}) {
+    return this.pages<Notification>((cursor) => this.api.GET("/v1/notifications", { params: { query: { ...opts, cursor } } }));
+  }
+
+  /** The URL a browser's EventSource opens the stream with (a ticket from POST /v1/stream/tickets). */
+  streamTicketUrl(ticket: string): string {
+    return `${this.baseUrl}/v1/stream?ticket=${encodeURIComponent(ticket)}`;
+  }
+
+  /** The caller's live stream from after `lastEventId` ("" or absent: from now), as one sequence:
+   * when the connection drops it reconnects (backoff up to 30 s) with Last-Event-ID, so no event is
+   * missed or repeated. It ends with the signal, or throws an error that retrying cannot mend. */
+  async *stream(opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamEvent> {
+    let last = opts.lastEventId ?? "";
+    let pause = 100;
+    while (!opts.signal?.aborted) {
+      let got = false;
+      try {
+        const headers = new Headers({ Accept: "text/event-stream" });
+        if (last) headers.set("Last-Event-ID", last);
+        await this.auth(headers);
+        // Not through the retrying fetch: the loop here reconnects, from the last id.
+        const resp = await this.baseFetch(`${this.baseUrl}/v1/stream`, { headers, signal: opts.signal });
+        if (!resp.ok) {
+          const error = await resp.json().catch(() => ({}));
+          Rookery.check({ error, response: resp });
+        }
+        for await (const ev of sseEvents(resp.body!)) {
+          if (ev.id) { last = ev.id; got = true; }
+          if (ev.type) yield { id: ev.id, type: ev.type, data: JSON.parse(ev.data) };
+        }
+      } catch (err) {
+        if (opts.signal?.aborted) return;
+        if (err instanceof RookeryError && err.status < 500 && err.status !== 429) throw err;
+      }
+      if (got) pause = 100;
+      await sleep(pause, opts.signal);
+      pause = Math.min(2 * pause, 30_000);
+    }
+  }
+}
+
+/** The events of a Server-Sent Events body. */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: string; type: string; data: string }> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let ev = { id: "", type: "", data: [] as string[] };
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, "");
+        buf = buf.slice(nl + 1);
+        if (line === "") {
+          if (ev.id || ev.type) yield { id: ev.id, type: ev.type, data: ev.data.join("\n") };
+          ev = { id: "", type: "", data: [] };
+          continue;
+        }
+        const i = line.indexOf(":");
+        const field = i < 0 ? line : line.slice(0, i);
+        const value = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
+        if (field === "id") ev.id = value;
+        else if (field === "event") ev.type = value;
+        else if (field === "data") ev.data.push(value);
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
