@@ -60,6 +60,7 @@ var allowed = map[string][]string{
 	"webhook":                 {"", "app"},
 	"live/natsbus":            {"live"},
 	"httpapi":                 {"", "app", "auth", "metrics", "events", "live", "ratelimit"},
+	"web":                     {},
 	"cmd/rookery":             {"*"},
 }
 

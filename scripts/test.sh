@@ -61,6 +61,9 @@ need() {
 	die "$1 is missing: install $2 (apt-get install $2), or point the tests at a running server (ROOKERY_TEST_* in scripts/test.sh)"
 }
 
+# The demo client's browser test (./web) drives the distribution's headless Chromium.
+need chromium chromium
+
 if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
 	echo "== starting DynamoDB Local"
 	read -r endpoint pid < <(scripts/dynamodb-local.sh start)
@@ -151,6 +154,11 @@ if [ $# -eq 0 ]; then
 	# The TypeScript SDK: regenerated (no diff), built, tested against the real binary (node --test).
 	echo "== sdk/ts: npm ci, generate (no diff), build, node --test"
 	(cd sdk/ts && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && git diff --exit-code -- src/schema.ts && npm test)
+
+	# The demo web client: bundled again with the SDK just built (a diff fails); its browser test
+	# ran with the packages above (./web).
+	echo "== web: npm ci, esbuild bundle (no diff)"
+	(cd web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build && git diff --exit-code -- dist/app.js)
 
 	# A short fuzz run of the whole HTTP handler (longer runs by hand: -fuzztime 10m).
 	echo "== go test -fuzz FuzzHandler -fuzztime 20s ./httpapi"

@@ -38,6 +38,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	pprofAddr       string
 	gcPercent       int
+	demo            bool
 }
 
 func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
@@ -58,6 +59,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	f.IntVar(&sc.gcPercent, "gc-percent", 400, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
+	f.BoolVar(&sc.demo, "demo", false, "DEMO ONLY: serve the demo web client at /demo/, which signs anyone in as any user without a password (embedded store and --role all only; never on a reachable address)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
 	sc.engagement.addFlags(cmd.Flags())
@@ -195,8 +197,19 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 		components = append(components, untilStopped("webhook dispatcher", log, dispatcher.Run))
 	}
+	handler := httpapi.NewServer(deps)
+	if sc.demo {
+		if cfg.store != "pebble" || sc.role != "all" {
+			return errors.New("--demo runs only on the embedded store with --role all: it signs anyone in as any user")
+		}
+		secret, err := cfg.secret(false)
+		if err != nil || secret == nil {
+			return fmt.Errorf("--demo needs the HS256 secret to mint sessions: %v", err)
+		}
+		handler = demo(handler, application, secret, log)
+	}
 	srv := &http.Server{
-		Handler:           httpapi.NewServer(deps),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -1,0 +1,200 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/rookery/rookery/auth"
+)
+
+// TestDemoInABrowser drives the demo client in headless Chromium (Debian's chromium; scripts/test.sh
+// installs it where it is missing): two users in two browser contexts against `rookery serve
+// --demo`. One follows the other, scrolls the feed to its first post, sees a new post arrive without
+// a reload, and likes it; the author's unread badge counts the like. Screenshots of both pages are
+// kept when it fails.
+func TestDemoInABrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("the browser test needs chromium on PATH (apt-get install chromium; scripts/test.sh installs it): %v", err)
+	}
+	base, secret := serveDemo(t)
+
+	// ann has 25 posts already, made through the API.
+	annTok, _ := auth.Mint(secret, "ann", false, time.Hour, time.Now())
+	call(t, "POST", base+"/demo/session", "", `{"user":"ann"}`)
+	for i := range 25 {
+		call(t, "POST", base+"/v1/posts", annTok, fmt.Sprintf(`{"text":"old post %02d"}`, i))
+	}
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1000, 700))...)
+	defer cancel()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	if _, err := chromedp.Run(browser, chromedp.Title()); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	// A context per user (a browser context each: separate storage), without a timeout: the first
+	// Run on a context makes its tab, which lives as long as that Run's context.
+	ann, cancelA := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	defer cancelA()
+	bob, cancelB := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	defer cancelB()
+	for _, c := range []context.Context{ann, bob} {
+		if _, err := chromedp.Run(c, chromedp.Title()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir, _ := os.MkdirTemp("", "rookery-web-failure-")
+		for name, c := range map[string]context.Context{"ann": ann, "bob": bob} {
+			sctx, cancel := context.WithTimeout(c, 10*time.Second)
+			if png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90)); err == nil {
+				os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+			}
+			cancel()
+		}
+		t.Logf("screenshots of the pages are in %s", dir)
+	})
+
+	signIn := func(c context.Context, user string) {
+		t.Helper()
+		must(t, "sign in as "+user, chromedp.Do(within(c),
+			chromedp.Navigate(base+"/demo/"),
+			chromedp.WaitVisible(chromedp.ID("signin-user")),
+			chromedp.SendKeys(chromedp.ID("signin-user"), user),
+			chromedp.Click(chromedp.CSS(`#signin-form button`)), // Submit would skip the form's handler
+			chromedp.WaitVisible(chromedp.ID("app"))))
+	}
+	signIn(ann, "ann")
+	signIn(bob, "bob")
+
+	// bob follows ann from her profile.
+	must(t, "follow from the profile", chromedp.Do(within(bob),
+		chromedp.Click(chromedp.CSS(`a[data-view="profile"]`)),
+		chromedp.SendKeys(chromedp.ID("profile-user"), "ann"),
+		chromedp.Click(chromedp.CSS(`#profile-form button`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="Follow"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-action="Unfollow"]`))))
+
+	// bob's feed, scrolled to its first post (infinite scroll).
+	signIn(bob, "bob")
+	var posts int
+	var end string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		must(t, "scroll", chromedp.Do(within(bob), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.scrollTo(0, document.body.scrollHeight)`))
+			return err
+		}), chromedp.Sleep(200*time.Millisecond)))
+		var err error
+		if posts, err = chromedp.Run(within(bob), chromedp.Evaluate[int](`document.querySelectorAll("#feed .post").length`)); err == nil {
+			end, err = chromedp.Run(within(bob), chromedp.Text(chromedp.ID("feed-end")))
+		}
+		must(t, "read the feed", err)
+		if posts == 25 && strings.Contains(end, "first post") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's feed shows %d posts, end %q; want 25 and the first post", posts, end)
+		}
+	}
+	first, err := chromedp.Run(within(bob), chromedp.Evaluate[string](`[...document.querySelectorAll("#feed .post .text")].at(-1).textContent`))
+	must(t, "the last post shown", err)
+	if first != "old post 00" {
+		t.Fatalf("the feed ends with %q; want old post 00", first)
+	}
+
+	// ann posts in her browser; bob's page shows it without a reload.
+	must(t, "compose", chromedp.Do(within(ann),
+		chromedp.SendKeys(chromedp.ID("compose-text"), "hello live #demo"),
+		chromedp.Click(chromedp.CSS(`#compose button`))))
+	live := `//ol[@id="feed"]/li[contains(@class,"post")][div[@class="text" and .="hello live #demo"]]`
+	must(t, "the new post arrives in bob's feed", chromedp.Do(within(bob), chromedp.WaitVisible(chromedp.Search(live))))
+
+	// bob likes it; ann's unread badge counts the follow and the like.
+	must(t, "like", chromedp.Do(within(bob), chromedp.Click(chromedp.Search(live+`//button[contains(@class,"like")]`))))
+	var badge string
+	for deadline := time.Now().Add(20 * time.Second); badge != "2"; time.Sleep(200 * time.Millisecond) {
+		badge, err = chromedp.Run(within(ann), chromedp.Text(chromedp.ID("badge")))
+		must(t, "read the badge", err)
+		if time.Now().After(deadline) {
+			t.Fatalf("ann's unread badge shows %q; want 2 (bob's follow and like)", badge)
+		}
+	}
+}
+
+// within returns c with a deadline for one step (c has run once: its tab outlives the step).
+func within(c context.Context) context.Context {
+	ctx, cancel := context.WithTimeout(c, 30*time.Second)
+	go func() { <-ctx.Done(); cancel() }()
+	return ctx
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// serveDemo builds the binary and starts `rookery serve --demo` on a free port; it returns the
+// base URL and the secret.
+func serveDemo(t *testing.T) (string, []byte) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(t.TempDir(), "rookery")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/rookery")
+	build.Dir = filepath.Join(filepath.Dir(file), "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	secret := []byte("web-test-secret-web-test-secret-0123456789")
+	cmd := exec.Command(bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error")
+	cmd.Env = append(os.Environ(), "ROOKERY_AUTH_SECRET="+string(secret))
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	buf := make([]byte, 512)
+	n, _ := out.Read(buf)
+	_, rest, ok := strings.Cut(string(buf[:n]), "listening on ")
+	if !ok {
+		t.Fatalf("rookery serve printed %q", buf[:n])
+	}
+	go io.Copy(io.Discard, out)
+	return strings.Fields(rest)[0], secret
+}
+
+func call(t *testing.T, method, url, tok, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s = %d %s", method, url, resp.StatusCode, b)
+	}
+}
