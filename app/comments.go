@@ -89,7 +89,8 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := commentKey(post, id)
-	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "post_id": post, "author_id": author, "text": in.Text, "created_at": now.UnixMilli()}
+	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "post_id": post, "author_id": author, "text": in.Text, "created_at": now.UnixMilli(),
+		gsi1.PK: commentsByPK(author), gsi1.SK: commentIndexSK(post, id, now)}
 	ev, err := a.event(ctx, CommentCreated, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: author, At: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return c, false, rookery.E(op, rookery.Internal, err)

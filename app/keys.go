@@ -107,6 +107,8 @@ import (
 //
 //	GSI1  GSI1PK/GSI1SK  following          FOLLOWING#<id> / <ts>#<followee>    (AP4)
 //	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
+//	                     likes by user      LIKED#<user>   / <ts>#<post>        (data export)
+//	                     comments by author COMMENTS#<user> / <ts>#<post>#<id>  (data export)
 //	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
 //	                     unread notifs      UNREAD#<user>  / <event id>         (FEED-009)
 //	                     top streaks        TOPSTREAKS#<shard> / <streak>#<user> (seed 001)
@@ -239,8 +241,16 @@ func likeKey(post, user string) table.Key { return table.Key{PK: "POST#" + post,
 func likeItem(post, user string, at time.Time) table.Item {
 	k := likeKey(post, user)
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": post, "user_id": user, "liked_at": at.UnixMilli(),
-		gsi3.PK: likesPK(post), gsi3.SK: tsKey(at) + "#" + user}
+		gsi3.PK: likesPK(post), gsi3.SK: tsKey(at) + "#" + user,
+		gsi1.PK: likedByPK(user), gsi1.SK: tsKey(at) + "#" + post}
 }
+
+// likedByPK and commentsByPK index a user's likes and comments (GSI1), for their data export.
+func likedByPK(user string) string    { return "LIKED#" + user }
+func commentsByPK(user string) string { return "COMMENTS#" + user }
+
+// commentIndexSK orders a user's comments by time.
+func commentIndexSK(post, id string, at time.Time) string { return tsKey(at) + "#" + post + "#" + id }
 
 func blockKey(blocker, blocked string) table.Key {
 	return table.Key{PK: "BLOCK#" + blocker, SK: blocked}

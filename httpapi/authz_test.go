@@ -87,6 +87,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET /v1/leaderboards/streaks", "GET", "/v1/leaderboards/streaks", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
 		{"GET /v1/leaderboards/authors", "GET", "/v1/leaderboards/authors?period=week", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
 		{"POST /v1/admin/streaks/repair", "POST", "/v1/admin/streaks/repair", `{"from":"2026-01-01T00:00:00Z","to":"2026-01-01T01:00:00Z"}`, cell{"owner": 403, "other": 403, "server": 200, "none": 401}},
+		{"GET /v1/users/{id}/export", "GET", "/v1/users/owner/export", "", cell{"owner": 200, "other": 403, "follower": 403, "blocked": 403, "server": 200, "none": 401}},
 		// The fixture has no embedded store to back up (cmd's tests back one up): 404 once authorized.
 		{"POST /v1/admin/backup", "POST", "/v1/admin/backup", "", cell{"owner": 403, "other": 403, "server": 404, "none": 401}},
 		// A comment: its author, the post's author, or the server may delete it; nobody else.

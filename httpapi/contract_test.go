@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -33,6 +34,22 @@ func contractRouter() (routers.Router, error) {
 			return
 		}
 		doc.Servers = openapi3.Servers{{URL: "/"}} // any host
+		// JSON lines (the data export): every line must be JSON; the first stands for the schema.
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			var first any
+			dec := json.NewDecoder(body)
+			for i := 0; ; i++ {
+				var v any
+				if err := dec.Decode(&v); err == io.EOF {
+					return first, nil
+				} else if err != nil {
+					return nil, err
+				}
+				if i == 0 {
+					first = v
+				}
+			}
+		})
 		contract.router, contract.err = gorillamux.NewRouter(doc)
 	})
 	return contract.router, contract.err

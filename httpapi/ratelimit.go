@@ -32,6 +32,8 @@ func limitClass(r *http.Request) string {
 		return "write"
 	}
 	switch r.Pattern {
+	case "GET /v1/users/{id}/export":
+		return "expensive"
 	case "GET /v1/feed", "GET /v1/tags/{tag}/posts", "GET /v1/users/{id}/posts":
 		if r.URL.Query().Has("cursor") {
 			return "expensive"

@@ -18,6 +18,60 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ExportRecordKind.
+const (
+	ExportRecordKindActivity     ExportRecordKind = "activity"
+	ExportRecordKindBlock        ExportRecordKind = "block"
+	ExportRecordKindComment      ExportRecordKind = "comment"
+	ExportRecordKindEnd          ExportRecordKind = "end"
+	ExportRecordKindError        ExportRecordKind = "error"
+	ExportRecordKindFollower     ExportRecordKind = "follower"
+	ExportRecordKindFollowing    ExportRecordKind = "following"
+	ExportRecordKindLike         ExportRecordKind = "like"
+	ExportRecordKindMute         ExportRecordKind = "mute"
+	ExportRecordKindNotification ExportRecordKind = "notification"
+	ExportRecordKindPointsDay    ExportRecordKind = "points_day"
+	ExportRecordKindPost         ExportRecordKind = "post"
+	ExportRecordKindProfile      ExportRecordKind = "profile"
+	ExportRecordKindStreak       ExportRecordKind = "streak"
+)
+
+// Valid indicates whether the value is a known member of the ExportRecordKind enum.
+func (e ExportRecordKind) Valid() bool {
+	switch e {
+	case ExportRecordKindActivity:
+		return true
+	case ExportRecordKindBlock:
+		return true
+	case ExportRecordKindComment:
+		return true
+	case ExportRecordKindEnd:
+		return true
+	case ExportRecordKindError:
+		return true
+	case ExportRecordKindFollower:
+		return true
+	case ExportRecordKindFollowing:
+		return true
+	case ExportRecordKindLike:
+		return true
+	case ExportRecordKindMute:
+		return true
+	case ExportRecordKindNotification:
+		return true
+	case ExportRecordKindPointsDay:
+		return true
+	case ExportRecordKindPost:
+		return true
+	case ExportRecordKindProfile:
+		return true
+	case ExportRecordKindStreak:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FeedRemoveEventReason.
 const (
 	Blocked    FeedRemoveEventReason = "blocked"
@@ -381,6 +435,16 @@ type Event struct {
 	Type    string  `json:"type"`
 	Version int     `json:"version"`
 }
+
+// ExportRecord defines model for ExportRecord.
+type ExportRecord struct {
+	// Data the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points
+	Data interface{}      `json:"data"`
+	Kind ExportRecordKind `json:"kind"`
+}
+
+// ExportRecordKind defines model for ExportRecord.Kind.
+type ExportRecordKind string
 
 // FeedPostEvent data of a feed.post event
 type FeedPostEvent struct {
@@ -1135,6 +1199,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/blocks/{target} (the `BlockUser` operationId).
 	BlockUser(ctx context.Context, id string, target string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportUser Everything Rookery holds about a user, streamed as JSON lines (the user, or a server token)
+	//
+	// One record {"kind","data"} a line: profile, post, comment, like, block, mute, following, follower, notification, activity, points_day, streak; the last line is {"kind":"end","data":{"records":n}} (or, if the export broke off, {"kind":"error"}).
+	//
+	// Corresponds with GET /v1/users/{id}/export (the `ExportUser` operationId).
+	ExportUser(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListFollowers id's followers, newest first
 	//
@@ -1894,6 +1965,23 @@ func (c *Client) UnblockUser(ctx context.Context, id string, target string, reqE
 // Corresponds with PUT /v1/users/{id}/blocks/{target} (the `BlockUser` operationId).
 func (c *Client) BlockUser(ctx context.Context, id string, target string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBlockUserRequest(c.Server, id, target)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportUser Everything Rookery holds about a user, streamed as JSON lines (the user, or a server token)
+//
+// One record {"kind","data"} a line: profile, post, comment, like, block, mute, following, follower, notification, activity, points_day, streak; the last line is {"kind":"end","data":{"records":n}} (or, if the export broke off, {"kind":"error"}).
+//
+// Corresponds with GET /v1/users/{id}/export (the `ExportUser` operationId).
+func (c *Client) ExportUser(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportUserRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3816,6 +3904,40 @@ func NewBlockUserRequest(server string, id string, target string) (*http.Request
 	return req, nil
 }
 
+// NewExportUserRequest constructs an http.Request for the ExportUser method
+func NewExportUserRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListFollowersRequest constructs an http.Request for the ListFollowers method
 func NewListFollowersRequest(server string, id string, params *ListFollowersParams) (*http.Request, error) {
 	var err error
@@ -4924,6 +5046,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/blocks/{target} (the `BlockUser` operationId).
 	BlockUserWithResponse(ctx context.Context, id string, target string, reqEditors ...RequestEditorFn) (*BlockUserResponse, error)
+
+	// ExportUserWithResponse Everything Rookery holds about a user, streamed as JSON lines (the user, or a server token)
+	//
+	// One record {"kind","data"} a line: profile, post, comment, like, block, mute, following, follower, notification, activity, points_day, streak; the last line is {"kind":"end","data":{"records":n}} (or, if the export broke off, {"kind":"error"}).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/export (the `ExportUser` operationId).
+	ExportUserWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ExportUserResponse, error)
 
 	// ListFollowersWithResponse id's followers, newest first
 	//
@@ -8782,6 +8913,115 @@ func (r BlockUserResponse) ContentType() string {
 	return ""
 }
 
+// ExportUserResponse429Headers the declared response headers of an HTTP 429 response for ExportUser
+type ExportUserResponse429Headers struct {
+	RateLimit           *string
+	RateLimitPolicy     *string
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ExportUserResponse503Headers the declared response headers of an HTTP 503 response for ExportUser
+type ExportUserResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportUserResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportUserResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ExportUserResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListFollowersResponse429Headers the declared response headers of an HTTP 429 response for ListFollowers
 type ListFollowersResponse429Headers struct {
 	RateLimit           *string
@@ -11295,6 +11535,21 @@ func (c *ClientWithResponses) BlockUserWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseBlockUserResponse(rsp)
+}
+
+// ExportUserWithResponse Everything Rookery holds about a user, streamed as JSON lines (the user, or a server token)
+//
+// One record {"kind","data"} a line: profile, post, comment, like, block, mute, following, follower, notification, activity, points_day, streak; the last line is {"kind":"end","data":{"records":n}} (or, if the export broke off, {"kind":"error"}).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/export (the `ExportUser` operationId).
+func (c *ClientWithResponses) ExportUserWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ExportUserResponse, error) {
+	rsp, err := c.ExportUser(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportUserResponse(rsp)
 }
 
 // ListFollowersWithResponse id's followers, newest first
@@ -15952,6 +16207,139 @@ func ParseBlockUserResponse(rsp *http.Response) (*BlockUserResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers BlockUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportUserResponse parses an HTTP response from a ExportUserWithResponse call
+func ParseExportUserResponse(rsp *http.Response) (*ExportUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ExportUserResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportUserResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -666,6 +666,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything Rookery holds about a user, streamed as JSON lines (the user, or a server token)
+         * @description One record {"kind","data"} a line: profile, post, comment, like, block, mute, following, follower, notification, activity, points_day, streak; the last line is {"kind":"end","data":{"records":n}} (or, if the export broke off, {"kind":"error"}).
+         */
+        get: operations["exportUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     message: {
@@ -991,6 +1011,12 @@ export interface components {
             timestamp: string;
             /** @description docs/api.md, Webhooks, lists each type's data */
             data: Record<string, never>;
+        };
+        ExportRecord: {
+            /** @enum {string} */
+            kind: "profile" | "post" | "comment" | "like" | "block" | "mute" | "following" | "follower" | "notification" | "activity" | "points_day" | "streak" | "end" | "error";
+            /** @description the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points */
+            data: unknown;
         };
     };
     responses: {
@@ -3178,6 +3204,44 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
