@@ -54,8 +54,14 @@ func (l *RateLimits) policy(r *http.Request, c *rookery.Caller) (name string, p 
 	case c.Server:
 		return "server", l.Server, "server:" + c.UserID
 	}
-	name = limitClass(r)
-	p = map[string]ratelimit.Policy{"read": l.Read, "write": l.Write, "expensive": l.Expensive}[name]
+	switch name = limitClass(r); name {
+	case "write":
+		p = l.Write
+	case "expensive":
+		p = l.Expensive
+	default:
+		p = l.Read
+	}
 	return name, p, name + ":" + c.UserID
 }
 

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -33,10 +34,12 @@ func demo(next http.Handler, a *app.App, secret []byte, log *slog.Logger) http.H
 		}
 		server := rookery.WithCaller(r.Context(), rookery.Caller{UserID: "demo", Server: true})
 		if _, err := a.User(server, in.User); rookery.IsKind(err, rookery.NotFound) {
-			name := in.User
+			// A username from the id: lower case, '-' as '_', 3 to 30 characters.
+			name := strings.ReplaceAll(strings.ToLower(in.User), "-", "_")
 			if len(name) < 3 {
 				name += "_demo"
 			}
+			name = name[:min(len(name), 30)]
 			_, _, err = a.PutUser(server, in.User, app.UserInput{Username: name, DisplayName: &in.User})
 			if err != nil {
 				http.Error(w, `{"detail":"could not make the user (is the username taken?)"}`, http.StatusConflict)
