@@ -1,6 +1,8 @@
 package ratelimit_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,4 +28,32 @@ func TestParsePolicy(t *testing.T) {
 			t.Errorf("ParsePolicy(%q) accepted", bad)
 		}
 	}
+}
+
+// BenchmarkMemory: the cost the in-process limiter adds to a request, for one caller (a server
+// token: every request on one key, from every core) and for many.
+func BenchmarkMemory(b *testing.B) {
+	p := ratelimit.Policy{Quota: 1 << 30, Window: time.Minute}
+	b.Run("one key", func(b *testing.B) {
+		m := ratelimit.NewMemory(nil)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Allow(context.Background(), "server:app", p)
+			}
+		})
+	})
+	b.Run("10k keys", func(b *testing.B) {
+		m := ratelimit.NewMemory(nil)
+		keys := make([]string, 10_000)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("read:user%d", i)
+		}
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				m.Allow(context.Background(), keys[i%len(keys)], p)
+				i++
+			}
+		})
+	})
 }
