@@ -305,6 +305,16 @@ func TestEveryRoute(t *testing.T) {
 	ok(t, "repair streaks", rp.HTTPResponse, rp.Body, err)
 	bk, err := server.CreateBackupWithResponse(ctx, api.CreateBackupJSONRequestBody{Name: ptr("sdk")})
 	ok(t, "backup", bk.HTTPResponse, bk.Body, err)
+	kinds := map[string]int{}
+	for rec, err := range ann.Export(ctx, "ann") {
+		if err != nil {
+			t.Fatalf("export: %v", err)
+		}
+		kinds[rec.Kind]++
+	}
+	if kinds["profile"] != 1 || kinds["post"] != 8 { // 9 made, 1 deleted
+		t.Fatalf("ann's export: %v", kinds)
+	}
 	// A server token acts for a user.
 	own, err := server.CreatePostWithResponse(rookery.ActingAs(ctx, "bob"), nil, api.PostInput{Text: "by the app for bob"})
 	ok(t, "post for bob", own.HTTPResponse, own.Body, err)

@@ -598,6 +598,32 @@ var Rookery = class _Rookery {
   notifications(opts = {}) {
     return this.pages((cursor) => this.api.GET("/v1/notifications", { params: { query: { ...opts, cursor } } }));
   }
+  /** A user's data export (the caller's, or anyone's with a server token): its records as the
+   * server streams them (JSON lines). It checks the end line: an export that broke off throws. */
+  async *exportUser(user) {
+    const r = await this.api.GET("/v1/users/{id}/export", { params: { path: { id: user } }, parseAs: "stream" });
+    if (!r.response.ok)
+      _Rookery.check({ error: await r.response.json().catch(() => ({})), response: r.response });
+    const reader = r.data.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (; ; ) {
+      const { value, done } = await reader.read();
+      if (done)
+        throw new Error("rookery: the export ended without its end line; request it again");
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const rec = JSON.parse(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+        if (rec.kind === "end")
+          return;
+        if (rec.kind === "error")
+          throw new Error("rookery: the export broke off on the server; request it again");
+        yield rec;
+      }
+    }
+  }
   /** The URL a browser's EventSource opens the stream with (a ticket from POST /v1/stream/tickets). */
   streamTicketUrl(ticket) {
     return `${this.baseUrl}/v1/stream?ticket=${encodeURIComponent(ticket)}`;

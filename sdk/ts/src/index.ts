@@ -170,6 +170,29 @@ export class Rookery {
     return this.pages<Notification>((cursor) => this.api.GET("/v1/notifications", { params: { query: { ...opts, cursor } } }));
   }
 
+  /** A user's data export (the caller's, or anyone's with a server token): its records as the
+   * server streams them (JSON lines). It checks the end line: an export that broke off throws. */
+  async *exportUser(user: string): AsyncGenerator<{ kind: string; data: unknown }> {
+    const r = await this.api.GET("/v1/users/{id}/export", { params: { path: { id: user } }, parseAs: "stream" });
+    if (!r.response.ok) Rookery.check({ error: await r.response.json().catch(() => ({})), response: r.response });
+    const reader = (r.data as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("rookery: the export ended without its end line; request it again");
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const rec = JSON.parse(buf.slice(0, nl)) as { kind: string; data: unknown };
+        buf = buf.slice(nl + 1);
+        if (rec.kind === "end") return;
+        if (rec.kind === "error") throw new Error("rookery: the export broke off on the server; request it again");
+        yield rec;
+      }
+    }
+  }
+
   /** The URL a browser's EventSource opens the stream with (a ticket from POST /v1/stream/tickets). */
   streamTicketUrl(ticket: string): string {
     return `${this.baseUrl}/v1/stream?ticket=${encodeURIComponent(ticket)}`;

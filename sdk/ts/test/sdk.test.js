@@ -92,6 +92,10 @@ test("the routes through the SDK: users, follows, posts, the feed across pages, 
   Rookery.check(await ann.api.GET("/v1/leaderboards/streaks"));
   Rookery.check(await ann.api.GET("/v1/leaderboards/authors", { params: { query: { period: "day" } } }));
   Rookery.check(await ann.api.POST("/v1/stream/tickets"));
+  const kinds = {};
+  for await (const rec of ann.exportUser("ann")) kinds[rec.kind] = (kinds[rec.kind] ?? 0) + 1;
+  assert.equal(kinds.profile, 1);
+  assert.equal(kinds.post, 6); // 7 made, 1 deleted
   // A server token acts for a user.
   const forBob = sdk(base, mintServerToken(secret, "app"), { actingAs: "bob" });
   assert.equal(Rookery.check(await forBob.api.POST("/v1/posts", { body: { text: "by the app" } })).author.id, "bob");
