@@ -90,7 +90,11 @@ func newStreamClient(t testing.TB, user, tok string) *streamClient {
 	return &streamClient{t: t, user: user, tok: tok, wake: make(chan struct{}, 1)}
 }
 
-// open connects to n, resuming after the last event received.
+// open connects to n, resuming after the last event received, and returns once the stream has
+// begun: its first id came (every stream begins with one, after the events it replays). Only then
+// can the client resume without a gap; a client that goes away before it started "now", as
+// docs/api.md says, and would rightly miss what happened meanwhile (in scale-out a first stream
+// waits for the other processes to learn of it before it begins).
 func (c *streamClient) open(n *node) error {
 	c.node = n
 	ctx, cancel := context.WithCancel(context.Background())
@@ -111,7 +115,7 @@ func (c *streamClient) open(n *node) error {
 		cancel()
 		return fmt.Errorf("GET /v1/stream: %d", resp.StatusCode)
 	}
-	ended := make(chan struct{})
+	ended, begun := make(chan struct{}), make(chan struct{})
 	c.mu.Lock()
 	c.cancel, c.ended = cancel, ended
 	c.mu.Unlock()
@@ -122,6 +126,13 @@ func (c *streamClient) open(n *node) error {
 			c.mu.Lock()
 			if e.ID != "" { // as EventSource does, an id without an event counts too
 				c.last = e.ID
+				if e.Type == "" {
+					select {
+					case <-begun:
+					default:
+						close(begun)
+					}
+				}
 			}
 			if e.Type != "" {
 				c.got = append(c.got, streamEvent{ID: e.ID, Type: e.Type, Data: e.Data})
@@ -136,7 +147,14 @@ func (c *streamClient) open(n *node) error {
 			return true
 		})
 	}()
-	return nil
+	select {
+	case <-begun:
+		return nil
+	case <-ended:
+		return fmt.Errorf("the stream ended before it began")
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("the stream did not begin within 15 s")
+	}
 }
 
 // close ends the stream (the client goes away).
