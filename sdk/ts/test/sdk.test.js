@@ -120,7 +120,26 @@ test("the routes through the SDK: users, follows, posts, the feed across pages, 
   assert.equal(await verified, null);
   const hooks = Rookery.check(await server.api.GET("/v1/webhooks"));
   assert.equal(hooks.items.length, 1);
-  Rookery.check(await server.api.DELETE("/v1/webhooks/{id}", { params: { path: { id: hooks.items[0].id } } }));
+  const hook = { params: { path: { id: hooks.items[0].id } } };
+  Rookery.check(await server.api.GET("/v1/webhooks/{id}", hook));
+  Rookery.check(await server.api.PATCH("/v1/webhooks/{id}", { ...hook, body: { description: "ts" } }));
+  Rookery.check(await server.api.POST("/v1/webhooks/{id}/rotate", hook));
+  Rookery.check(await server.api.DELETE("/v1/webhooks/{id}", hook));
+
+  // The rest of the routes, once each: operations, a follow's status, a post, dead letters, repair, backup.
+  for (const path of ["/healthz", "/readyz"]) assert.equal((await server.api.GET(path)).response.status, 200);
+  assert.equal((await server.api.GET("/metrics", { parseAs: "text" })).response.status, 200);
+  Rookery.check(await ann.api.GET("/v1/posts/{id}", { params: { path: { id: ids[0] } } }));
+  const notFollowing = await bob.api.GET("/v1/users/{id}/following/{target}", { params: { path: { id: "bob", target: "ann" } } });
+  assert.equal(notFollowing.response.status, 404); // unfollowed above
+  Rookery.check(await server.api.GET("/v1/admin/dlq/{group}", { params: { path: { group: "fanout" } } }));
+  for (const [method, path] of [["GET", "/v1/admin/dlq/{group}/{id}"], ["DELETE", "/v1/admin/dlq/{group}/{id}"], ["POST", "/v1/admin/dlq/{group}/{id}/replay"]]) {
+    const r = await server.api[method](path, { params: { path: { group: "fanout", id: "none" } } });
+    assert.equal(r.response.status, 404, `${method} ${path}`);
+  }
+  const now = new Date();
+  Rookery.check(await server.api.POST("/v1/admin/streaks/repair", { body: { from: new Date(now - 3600e3).toISOString(), to: now.toISOString() } }));
+  assert.equal(Rookery.check(await server.api.POST("/v1/admin/backup", { body: { name: "ts" } })).name, "ts");
 });
 
 test("reads over the rate limit are retried after Retry-After; without retries the error is typed", async () => {
