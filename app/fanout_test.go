@@ -138,33 +138,8 @@ func TestFanoutAndCleanup(t *testing.T) {
 // old runs after a merge trimmed the timeline and an unfollow made room in it: the old post must not
 // go in under the trimmed entries, or the feed would skip them (found by the feed model test).
 func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
-	ctx := context.Background()
-	tab := backends["pebble"](t)
-	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: 4}})
-	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, TimelineCap: 4})
-	a := w.a // no pipeline: the test applies the cleanup events itself, in the order it wants
-	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
-	for _, u := range []string{"r", "old", "u3", "u1"} {
-		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	post := func(u string) string {
-		t.Helper()
-		p, _, err := a.CreatePost(as(u), app.PostInput{Text: "post by " + u})
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Millisecond) // distinct milliseconds
-		return p.ID
-	}
-	follow := func(u, v string) {
-		t.Helper()
-		if _, err := a.Follow(as(u), u, v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := newCleanupWorld(t, 4, "r", "old", "u3", "u1")
+	a, post, follow, apply := c.a, c.post, c.follow, c.apply
 	pOld := post("old")
 	p12 := post("u3")
 	p18 := post("r")
@@ -176,27 +151,72 @@ func TestMergeAfterTrimLeavesNoHole(t *testing.T) {
 	}
 	p30 := post("u1")
 	follow("r", "u1")
-	event := func(typ, follower, followee string) rookery.Event {
-		b, _ := json.Marshal(app.FollowPayload{FollowerID: follower, FolloweeID: followee, At: rookery.Time{Time: time.Now()}})
-		return rookery.Event{ID: typ + follower + followee, Type: typ, Payload: b}
-	}
-	apply := func(ev rookery.Event) {
-		t.Helper()
-		if err := a.ApplyTimelineCleanup(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apply(event(app.FollowCreated, "r", "u1")) // merges p30: the trim takes p12 out
-	if err := a.Unfollow(as("r"), "r", "u1"); err != nil {
+	apply(followEvent(app.FollowCreated, "r", "u1")) // merges p30: the trim takes p12 out
+	if err := a.Unfollow(c.as("r"), "r", "u1"); err != nil {
 		t.Fatal(err)
 	}
 	follow("r", "old")
-	apply(event(app.FollowDeleted, "r", "u1"))  // takes p30 out: room under the cap
-	apply(event(app.FollowCreated, "r", "old")) // pOld is older than the oldest entry: it stays out
+	apply(followEvent(app.FollowDeleted, "r", "u1"))  // takes p30 out: room under the cap
+	apply(followEvent(app.FollowCreated, "r", "old")) // pOld is older than the oldest entry: it stays out
 	want := []string{p26, p22, p18, p12, pOld}
 	if got := feedIDs(t, a, "r"); !slices.Equal(got, want) {
 		t.Fatalf("feed %v; want %v (p30 %s)", got, want, p30)
 	}
+}
+
+// cleanupWorld is an App on Pebble with table timelines of cap and users, and no pipeline: a test
+// applies the cleanup events itself, in the order it wants.
+type cleanupWorld struct {
+	t *testing.T
+	a *app.App
+}
+
+func newCleanupWorld(t *testing.T, cap int, users ...string) *cleanupWorld {
+	tab := backends["pebble"](t)
+	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: cap}})
+	c := &cleanupWorld{t: t, a: newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, TimelineCap: cap}).a}
+	server := rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true})
+	for _, u := range users {
+		if _, _, err := c.a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func (c *cleanupWorld) as(u string) context.Context {
+	return rookery.WithCaller(context.Background(), rookery.Caller{UserID: u})
+}
+
+// post makes a post of u's, a millisecond after the one before, and returns its id.
+func (c *cleanupWorld) post(u string) string {
+	c.t.Helper()
+	p, _, err := c.a.CreatePost(c.as(u), app.PostInput{Text: "post by " + u})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // distinct milliseconds
+	return p.ID
+}
+
+func (c *cleanupWorld) follow(u, v string) {
+	c.t.Helper()
+	if _, err := c.a.Follow(c.as(u), u, v); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// apply hands ev to the cleanup consumer's handler.
+func (c *cleanupWorld) apply(ev rookery.Event) {
+	c.t.Helper()
+	if err := c.a.ApplyTimelineCleanup(context.Background(), ev); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func followEvent(typ, follower, followee string) rookery.Event {
+	b, _ := json.Marshal(app.FollowPayload{FollowerID: follower, FolloweeID: followee, At: rookery.Time{Time: time.Now()}})
+	return rookery.Event{ID: typ + follower + followee, Type: typ, Payload: b}
 }
 
 // feedIDs reads the first page (20) of user's home feed and returns its post ids.
@@ -219,58 +239,29 @@ func feedIDs(t *testing.T, a *app.App, user string) []string {
 // must not take the author's posts out of the timeline: they would be missing above its floor for
 // good.
 func TestLateRemovalKeepsWhatIsVisibleAgain(t *testing.T) {
-	ctx := context.Background()
-	tab := backends["pebble"](t)
-	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
-	w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl})
-	a := w.a // no pipeline: the test applies the cleanup events itself, in the order it wants
-	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
-	for _, u := range []string{"r", "b", "c"} {
-		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	post := func(u string) string {
-		t.Helper()
-		p, _, err := a.CreatePost(as(u), app.PostInput{Text: "post by " + u})
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Millisecond) // distinct milliseconds
-		return p.ID
-	}
+	c := newCleanupWorld(t, 50, "r", "b", "c")
+	a, post, follow, apply := c.a, c.post, c.follow, c.apply
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	relation := func(typ, user, target string) rookery.Event {
-		b, _ := json.Marshal(app.RelationPayload{UserID: user, TargetID: target, At: rookery.Time{Time: time.Now()}})
-		return rookery.Event{ID: typ + user + target, Type: typ, Payload: b}
-	}
-	follow := func(typ, follower, followee string) rookery.Event {
-		b, _ := json.Marshal(app.FollowPayload{FollowerID: follower, FolloweeID: followee, At: rookery.Time{Time: time.Now()}})
-		return rookery.Event{ID: typ + follower + followee, Type: typ, Payload: b}
-	}
-	_, err := a.Follow(as("r"), "r", "c")
-	must(err)
-	_, err = a.Follow(as("r"), "r", "b")
-	must(err)
+	follow("r", "c")
+	follow("r", "b")
 	c0 := post("c")
 	p1 := post("b")
 	p2 := post("b")
 	if got := feedIDs(t, a, "r"); !slices.Equal(got, []string{p2, p1, c0}) { // the rebuild pulls them
 		t.Fatalf("first read %v", got)
 	}
-	must(a.Block(as("r"), "r", "b"))
-	must(a.ApplyTimelineCleanup(ctx, follow(app.FollowDeleted, "r", "b")))
-	must(a.Unblock(as("r"), "r", "b"))
-	_, err = a.Follow(as("r"), "r", "b")
-	must(err)
-	must(a.ApplyTimelineCleanup(ctx, follow(app.FollowCreated, "r", "b")))
-	must(a.ApplyTimelineCleanup(ctx, relation(app.BlockCreated, "r", "b"))) // late: lifted since
+	must(a.Block(c.as("r"), "r", "b"))
+	apply(followEvent(app.FollowDeleted, "r", "b"))
+	must(a.Unblock(c.as("r"), "r", "b"))
+	follow("r", "b")
+	apply(followEvent(app.FollowCreated, "r", "b"))
+	b, _ := json.Marshal(app.RelationPayload{UserID: "r", TargetID: "b", At: rookery.Time{Time: time.Now()}})
+	apply(rookery.Event{ID: "block-r-b", Type: app.BlockCreated, Payload: b}) // late: lifted since
 	if got, want := feedIDs(t, a, "r"), []string{p2, p1, c0}; !slices.Equal(got, want) {
 		t.Fatalf("feed after a late block removal %v; want %v", got, want)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rookery/rookery"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Handler processes one event. It must be idempotent: the same event may be delivered again (after
@@ -99,12 +98,10 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 	if stats == nil {
 		stats = func(string, Outcome, time.Duration) {}
 	}
-	tp := r.Tracing
-	if tp == nil {
-		tp = noop.NewTracerProvider()
+	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log}
+	if r.Tracing != nil {
+		w.tracer = r.Tracing.Tracer("github.com/rookery/rookery/events")
 	}
-	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log,
-		tracer: tp.Tracer("github.com/rookery/rookery/events")}
 	var subs []Subscription
 	for range c.Concurrency {
 		s, err := r.Log.Subscribe(ctx, c.Group, SubscribeOptions{AckWait: c.AckWait})
@@ -136,7 +133,7 @@ type worker struct {
 	clock  rookery.Clock
 	stats  Stats
 	age    func(group, eventType string, age time.Duration)
-	tracer trace.Tracer
+	tracer trace.Tracer // nil: no spans
 
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
@@ -163,9 +160,14 @@ func (w *worker) loop(ctx context.Context, s Subscription) {
 func (w *worker) handle(ctx context.Context, d Delivery) {
 	ev := d.Event()
 	start := time.Now()
-	hctx, span := startHandling(ctx, w.tracer, w.c.Group, ev, d.Attempt())
-	err := safeCall(hctx, w.c.Handle, ev)
-	endHandling(span, err)
+	var err error
+	if w.tracer == nil { // tracing off: nothing added to the pipeline's hottest loop
+		err = safeCall(ctx, w.c.Handle, ev)
+	} else {
+		hctx, span := startHandling(ctx, w.tracer, w.c.Group, ev, d.Attempt())
+		err = safeCall(hctx, w.c.Handle, ev)
+		endHandling(span, err)
+	}
 	took := time.Since(start)
 	switch {
 	case err == nil:

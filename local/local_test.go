@@ -25,6 +25,18 @@ func options(dir string) local.Options {
 		Timelines: &pebblestore.Options{}}
 }
 
+// dataDir returns a new data directory; legacy makes it hold an events/ directory, as an earlier
+// version made for a log of its own.
+func dataDir(t *testing.T, legacy bool) string {
+	dir := t.TempDir()
+	if legacy {
+		if err := os.Mkdir(filepath.Join(dir, "events"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // The log goes into the store's engine and is wired there: the outbox is direct, and what an
 // earlier run left in the outbox is in the log before anything newer. A data directory whose
 // events/ holds a log of its own (made by an earlier version) keeps it, and the relay moves the
@@ -32,12 +44,7 @@ func options(dir string) local.Options {
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	for _, legacy := range []bool{false, true} {
-		dir := t.TempDir()
-		if legacy {
-			if err := os.Mkdir(filepath.Join(dir, "events"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dir := dataDir(t, legacy)
 		// An earlier run's event, left in the outbox of a store opened alone.
 		o := options(dir)
 		o.Log, o.Timelines = nil, nil
@@ -110,12 +117,7 @@ func TestOpen(t *testing.T) {
 func TestCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	for _, legacy := range []bool{false, true} {
-		dir := t.TempDir()
-		if legacy {
-			if err := os.Mkdir(filepath.Join(dir, "events"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dir := dataDir(t, legacy)
 		b, err := local.Open(ctx, options(dir))
 		if err != nil {
 			t.Fatal(err)

@@ -73,7 +73,7 @@ func TestDemoInABrowser(t *testing.T) {
 
 	signIn := func(c context.Context, user string) {
 		t.Helper()
-		must(t, "sign in as "+user, chromedp.Do(within(c),
+		must(t, "sign in as "+user, chromedp.Do(within(t, c),
 			chromedp.Navigate(base+"/demo/"),
 			chromedp.WaitVisible(chromedp.ID("signin-user")),
 			chromedp.SendKeys(chromedp.ID("signin-user"), user),
@@ -84,7 +84,7 @@ func TestDemoInABrowser(t *testing.T) {
 	signIn(bob, "bob")
 
 	// bob follows ann from her profile.
-	must(t, "follow from the profile", chromedp.Do(within(bob),
+	must(t, "follow from the profile", chromedp.Do(within(t, bob),
 		chromedp.Click(chromedp.CSS(`a[data-view="profile"]`)),
 		chromedp.SendKeys(chromedp.ID("profile-user"), "ann"),
 		chromedp.Click(chromedp.CSS(`#profile-form button`)),
@@ -96,13 +96,13 @@ func TestDemoInABrowser(t *testing.T) {
 	var posts int
 	var end string
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		must(t, "scroll", chromedp.Do(within(bob), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		must(t, "scroll", chromedp.Do(within(t, bob), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.scrollTo(0, document.body.scrollHeight)`))
 			return err
 		}), chromedp.Sleep(200*time.Millisecond)))
 		var err error
-		if posts, err = chromedp.Run(within(bob), chromedp.Evaluate[int](`document.querySelectorAll("#feed .post").length`)); err == nil {
-			end, err = chromedp.Run(within(bob), chromedp.Text(chromedp.ID("feed-end")))
+		if posts, err = chromedp.Run(within(t, bob), chromedp.Evaluate[int](`document.querySelectorAll("#feed .post").length`)); err == nil {
+			end, err = chromedp.Run(within(t, bob), chromedp.Text(chromedp.ID("feed-end")))
 		}
 		must(t, "read the feed", err)
 		if posts == 25 && strings.Contains(end, "first post") {
@@ -112,24 +112,24 @@ func TestDemoInABrowser(t *testing.T) {
 			t.Fatalf("bob's feed shows %d posts, end %q; want 25 and the first post", posts, end)
 		}
 	}
-	first, err := chromedp.Run(within(bob), chromedp.Evaluate[string](`[...document.querySelectorAll("#feed .post .text")].at(-1).textContent`))
+	first, err := chromedp.Run(within(t, bob), chromedp.Evaluate[string](`[...document.querySelectorAll("#feed .post .text")].at(-1).textContent`))
 	must(t, "the last post shown", err)
 	if first != "old post 00" {
 		t.Fatalf("the feed ends with %q; want old post 00", first)
 	}
 
 	// ann posts in her browser; bob's page shows it without a reload.
-	must(t, "compose", chromedp.Do(within(ann),
+	must(t, "compose", chromedp.Do(within(t, ann),
 		chromedp.SendKeys(chromedp.ID("compose-text"), "hello live #demo"),
 		chromedp.Click(chromedp.CSS(`#compose button`))))
 	live := `//ol[@id="feed"]/li[contains(@class,"post")][div[@class="text" and .="hello live #demo"]]`
-	must(t, "the new post arrives in bob's feed", chromedp.Do(within(bob), chromedp.WaitVisible(chromedp.Search(live))))
+	must(t, "the new post arrives in bob's feed", chromedp.Do(within(t, bob), chromedp.WaitVisible(chromedp.Search(live))))
 
 	// bob likes it; ann's unread badge counts the follow and the like.
-	must(t, "like", chromedp.Do(within(bob), chromedp.Click(chromedp.Search(live+`//button[contains(@class,"like")]`))))
+	must(t, "like", chromedp.Do(within(t, bob), chromedp.Click(chromedp.Search(live+`//button[contains(@class,"like")]`))))
 	var badge string
 	for deadline := time.Now().Add(20 * time.Second); badge != "2"; time.Sleep(200 * time.Millisecond) {
-		badge, err = chromedp.Run(within(ann), chromedp.Text(chromedp.ID("badge")))
+		badge, err = chromedp.Run(within(t, ann), chromedp.Text(chromedp.ID("badge")))
 		must(t, "read the badge", err)
 		if time.Now().After(deadline) {
 			t.Fatalf("ann's unread badge shows %q; want 2 (bob's follow and like)", badge)
@@ -138,9 +138,9 @@ func TestDemoInABrowser(t *testing.T) {
 }
 
 // within returns c with a deadline for one step (c has run once: its tab outlives the step).
-func within(c context.Context) context.Context {
+func within(t *testing.T, c context.Context) context.Context {
 	ctx, cancel := context.WithTimeout(c, 30*time.Second)
-	go func() { <-ctx.Done(); cancel() }()
+	t.Cleanup(cancel)
 	return ctx
 }
 

@@ -92,7 +92,7 @@ func (c *backupConfig) backup(cfg *config, checkpoint func(ctx context.Context, 
 			err = os.WriteFile(filepath.Join(partial, "backup.json"), append(b, '\n'), 0o600)
 		}
 		if err == nil && st != nil {
-			info.Dir, info.Bytes = remote+"/"+name, 0
+			info.Dir = remote + "/" + name
 			if info.Bytes, err = dirSize(partial); err == nil {
 				err = upload(ctx, st, partial)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -19,8 +18,7 @@ import (
 // refuses it beside a shared store and says so loudly in the log and on the page.
 func demo(next http.Handler, a *app.App, secret []byte, log *slog.Logger) http.Handler {
 	log.Warn("DEMO MODE: /demo/ signs anyone in as any user, without a password. Never expose this server.")
-	files, _ := fs.Sub(web.Files, ".")
-	static := http.StripPrefix("/demo/", http.FileServerFS(files))
+	static := http.StripPrefix("/demo/", http.FileServerFS(web.Files))
 	mux := http.NewServeMux()
 	mux.Handle("/", next)
 	mux.Handle("GET /demo/", static)

@@ -91,7 +91,8 @@ func command(t *testing.T, vars map[string]string, args ...string) string {
 	return out.String()
 }
 
-func call(t *testing.T, method, url, tok, body string) (int, map[string]any) {
+// send sends a JSON request with a bearer token (none if "") and returns the reply.
+func send(t *testing.T, method, url, tok, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -102,6 +103,13 @@ func call(t *testing.T, method, url, tok, body string) (int, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// call sends a request and returns the reply's status and JSON body.
+func call(t *testing.T, method, url, tok, body string) (int, map[string]any) {
+	t.Helper()
+	resp := send(t, method, url, tok, body)
 	defer resp.Body.Close()
 	var m map[string]any
 	json.NewDecoder(resp.Body).Decode(&m)

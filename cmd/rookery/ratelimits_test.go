@@ -15,15 +15,7 @@ import (
 // limited sends one request and returns its status, its rate-limit fields and its problem code.
 func limited(t *testing.T, method, url, tok string, body ...string) (status int, h http.Header, code string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(strings.Join(body, "")))
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := send(t, method, url, tok, strings.Join(body, ""))
 	defer resp.Body.Close()
 	var p struct{ Code string }
 	json.NewDecoder(resp.Body).Decode(&p)
