@@ -273,6 +273,9 @@ func (a *App) RecordActivity(ctx context.Context, in ActivityInput) (ActivityRes
 	if !ok {
 		return ActivityResult{}, rookery.RetryAfter(rookery.E(op, rookery.RateLimited, "too many activities; retry later"), after)
 	}
+	if err := a.notGone(ctx, op, user); err != nil {
+		return ActivityResult{}, err
+	}
 	return a.record(ctx, op, activity{user: user, typ: in.Type, key: in.IdempotencyKey, source: in.Source, at: at.Truncate(time.Millisecond)})
 }
 
@@ -369,6 +372,9 @@ func (a *App) UserStreak(ctx context.Context, user string) (Streak, error) {
 	if _, err := caller(ctx, op); err != nil {
 		return Streak{}, err
 	}
+	if err := a.notGone(ctx, op, user); err != nil {
+		return Streak{}, err
+	}
 	rec, err := a.loadStreak(ctx, op, user, true)
 	if err != nil {
 		return Streak{}, err
@@ -398,6 +404,9 @@ func (a *App) Points(ctx context.Context, user string, days int) ([]DayPoints, e
 		return nil, err
 	}
 	if err := actAs(ctx, op, user); err != nil {
+		return nil, err
+	}
+	if err := a.notGone(ctx, op, user); err != nil {
 		return nil, err
 	}
 	rec, err := a.loadStreak(ctx, op, user, true)

@@ -72,6 +72,12 @@ type Deps struct {
 	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
 	// waits for nothing.
 	StreamPresenceDelay time.Duration
+	// DeletedGrace is how long a deleted user's username stays taken and their id unusable
+	// (DeleteUser); 0 means DefaultDeletedGrace.
+	DeletedGrace time.Duration
+	// IndexLag is how long after a write the table's index queries may still miss it: 0 for an
+	// exact store (Pebble), DynamoIndexLag for DynamoDB.
+	IndexLag time.Duration
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -113,6 +119,8 @@ type App struct {
 	webhookPolicy     WebhookPolicy
 	endpoints         snapshot[[]Webhook]
 	onQueued          func(endpoint string)
+	deletedGrace      time.Duration
+	indexLag          time.Duration
 }
 
 // New returns the App over d.
@@ -136,7 +144,10 @@ func New(d Deps) *App {
 	if d.StreamTable == nil {
 		d.StreamTable = d.Table
 	}
-	return &App{streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	if d.DeletedGrace <= 0 {
+		d.DeletedGrace = DefaultDeletedGrace
+	}
+	return &App{deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -219,6 +230,8 @@ func (a *App) Consumers() []events.Consumer {
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
 		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
+		// One read per creating event (is a party to it deleted?), and accounts' erasure.
+		{Group: ErasureGroup, Handle: a.ApplyErasure, Concurrency: 8},
 	}
 	if a.streams != nil {
 		// Its appends are synced transactions: many at once share the WAL's syncs.

@@ -35,11 +35,11 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 	defer a.followers.change(id)() // the follows both ways end
 	defer a.followers.change(target)()
 	for attempt := 0; attempt < 5; attempt++ {
-		got, err := a.table.BatchGet(ctx, []table.Key{userKey(target), blockKey(id, target), followKey(id, target), followKey(target, id)})
+		got, err := a.table.BatchGet(ctx, []table.Key{userKey(target), blockKey(id, target), followKey(id, target), followKey(target, id), userKey(id)})
 		if err != nil {
 			return err
 		}
-		if got[0] == nil {
+		if got[0] == nil || userGone(got[0]) || userGone(got[4]) {
 			return rookery.E(op, rookery.NotFound, "user not found")
 		}
 		if got[1] != nil {
@@ -47,7 +47,8 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 		}
 		now := a.clock.Now().UTC().Truncate(time.Millisecond)
 		k := blockKey(id, target)
-		writes := []table.Write{table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "blocked_at": now.UnixMilli()}, table.NotExists(table.PK))}
+		writes := []table.Write{table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "blocked_at": now.UnixMilli(),
+			gsi3.PK: blockedByPK(target), gsi3.SK: id}, table.NotExists(table.PK))}
 		evs := []rookery.Event{}
 		ev, err := a.event(ctx, BlockCreated, "block:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
 		if err != nil {
@@ -94,10 +95,12 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
 		return err
 	}
-	if _, err := a.table.Get(ctx, userKey(target)); rookery.IsKind(err, rookery.NotFound) {
-		return rookery.E(op, rookery.NotFound, "user not found")
-	} else if err != nil {
+	got, err := a.table.BatchGet(ctx, []table.Key{userKey(target), userKey(id)})
+	if err != nil {
 		return err
+	}
+	if got[0] == nil || userGone(got[0]) || userGone(got[1]) {
+		return rookery.E(op, rookery.NotFound, "user not found")
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := muteKey(id, target)
@@ -105,7 +108,8 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
-	err = a.writeWithEvent(ctx, []table.Write{table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "muted_at": now.UnixMilli()}, table.NotExists(table.PK))}, ev)
+	err = a.writeWithEvent(ctx, []table.Write{table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "muted_at": now.UnixMilli(),
+		gsi3.PK: mutedByPK(target), gsi3.SK: id}, table.NotExists(table.PK))}, ev)
 	if rookery.IsKind(err, rookery.Conflict) {
 		return nil // muted before
 	}

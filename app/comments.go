@@ -82,7 +82,7 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 		return c, false, err
 	}
 	user, err := a.table.Get(ctx, userKey(author))
-	if rookery.IsKind(err, rookery.NotFound) {
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(user) {
 		return c, false, rookery.E(op, rookery.NotFound, "the author is not a user")
 	} else if err != nil {
 		return c, false, err
@@ -139,7 +139,7 @@ func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Pag
 			keys = append(keys, userKey(id))
 		}
 	}
-	users := map[string]rookery.Author{}
+	users, gone := map[string]rookery.Author{}, map[string]bool{}
 	if len(keys) > 0 {
 		got, err := a.table.BatchGet(ctx, keys)
 		if err != nil {
@@ -149,11 +149,16 @@ func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Pag
 			if u != nil {
 				users[u.String("id")] = authorOf(u)
 			}
+			if userGone(u) {
+				gone[u.String("id")] = true
+			}
 		}
 	}
 	out := Page[Comment]{Items: make([]Comment, 0, len(q.Items)), Next: q.Next}
 	for _, it := range q.Items {
-		out.Items = append(out.Items, commentFromItem(it, users[it.String("author_id")]))
+		if !gone[it.String("author_id")] { // a deleted user's, until the erasure deletes it
+			out.Items = append(out.Items, commentFromItem(it, users[it.String("author_id")]))
+		}
 	}
 	return out, nil
 }
@@ -178,14 +183,21 @@ func (a *App) DeleteComment(ctx context.Context, post, id string) error {
 	if !(c.Server && c.OnBehalfOf == "" || c.Acting() == old.String("author_id") || c.Acting() == p.Author.ID) {
 		return rookery.E(op, rookery.Forbidden, "only the comment's author or the post's author may delete it")
 	}
-	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(ctx, CommentDeleted, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: p.Author.ID, AuthorID: old.String("author_id"), At: rookery.Time{Time: now}}, now)
-	if err != nil {
-		return rookery.E(op, rookery.Internal, err)
-	}
-	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(commentKey(post, id), table.Exists(table.PK))}, ev)
+	err = a.removeComment(ctx, p.Author.ID, old)
 	if rookery.IsKind(err, rookery.Conflict) {
 		return rookery.E(op, rookery.NotFound, "comment not found") // deleted meanwhile
 	}
 	return err
+}
+
+// removeComment deletes comment item old of a post by postOwner, with its CommentDeleted event:
+// Conflict if it is gone already.
+func (a *App) removeComment(ctx context.Context, postOwner string, old table.Item) error {
+	post, id := old.String("post_id"), old.String("id")
+	now := a.clock.Now().UTC().Truncate(time.Millisecond)
+	ev, err := a.event(ctx, CommentDeleted, "comment:"+post+":"+id, CommentPayload{CommentID: id, PostID: post, PostOwner: postOwner, AuthorID: old.String("author_id"), At: rookery.Time{Time: now}}, now)
+	if err != nil {
+		return rookery.E("app.removeComment", rookery.Internal, err)
+	}
+	return a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(commentKey(post, id), table.Exists(table.PK))}, ev)
 }

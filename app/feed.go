@@ -213,6 +213,10 @@ const (
 // and Complete publishes what the pull brought completely. A build whose pull fails stays unread,
 // keeping what fan-out pushed to it; the next read builds it again (timeline.Store).
 func (r *feedRead) rebuild(ctx context.Context) error {
+	// A deleted user's timeline is erased: no read makes it again.
+	if err := r.a.notGone(ctx, "app.Feed", r.reader); err != nil {
+		return err
+	}
 	build, err := r.a.timelines.Begin(ctx, r.reader)
 	if err == nil && build == "" {
 		return nil // complete: another read built it meanwhile

@@ -42,7 +42,7 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	if err != nil {
 		return rookery.Time{}, err
 	}
-	if got[0] == nil || got[1] == nil {
+	if got[0] == nil || got[1] == nil || userGone(got[0]) || userGone(got[1]) {
 		return rookery.Time{}, rookery.E(op, rookery.NotFound, "user not found")
 	}
 	if got[2] != nil || got[3] != nil {
@@ -82,13 +82,19 @@ func (a *App) Unfollow(ctx context.Context, id, target string) error {
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
 		return err
 	}
+	return a.removeFollow(ctx, id, target)
+}
+
+// removeFollow ends follower's follow of followee, with its FollowDeleted event; when there is
+// none it does nothing and succeeds.
+func (a *App) removeFollow(ctx context.Context, follower, followee string) error {
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(ctx, FollowDeleted, followEdgeKey(id, target), FollowPayload{FollowerID: id, FolloweeID: target, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, FollowDeleted, followEdgeKey(follower, followee), FollowPayload{FollowerID: follower, FolloweeID: followee, At: rookery.Time{Time: now}}, now)
 	if err != nil {
-		return rookery.E(op, rookery.Internal, err)
+		return rookery.E("app.removeFollow", rookery.Internal, err)
 	}
-	defer a.followers.change(target)()
-	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(followKey(id, target), table.Exists(table.PK))}, ev)
+	defer a.followers.change(followee)()
+	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(followKey(follower, followee), table.Exists(table.PK))}, ev)
 	var ce *table.ConditionError
 	if errors.As(err, &ce) && ce.Index == 0 {
 		return nil // not following: nothing to do, and no event
@@ -125,14 +131,14 @@ func (a *App) FollowedAt(ctx context.Context, id, target string) (rookery.Time, 
 	if _, err := caller(ctx, op); err != nil {
 		return rookery.Time{}, err
 	}
-	edge, err := a.table.Get(ctx, followKey(id, target))
-	if rookery.IsKind(err, rookery.NotFound) {
-		return rookery.Time{}, rookery.E(op, rookery.NotFound, "not following")
-	}
+	got, err := a.table.BatchGet(ctx, []table.Key{followKey(id, target), userKey(id), userKey(target)})
 	if err != nil {
 		return rookery.Time{}, err
 	}
-	return rookery.Time{Time: time.UnixMilli(edge.Int("followed_at")).UTC()}, nil
+	if got[0] == nil || userGone(got[1]) || userGone(got[2]) { // an edge of a deleted user is being erased
+		return rookery.Time{}, rookery.E(op, rookery.NotFound, "not following")
+	}
+	return rookery.Time{Time: time.UnixMilli(got[0].Int("followed_at")).UTC()}, nil
 }
 
 // Following lists whom id follows, newest first.
@@ -157,9 +163,24 @@ func (a *App) followList(ctx context.Context, op rookery.Op, q table.Query, othe
 	if err != nil {
 		return Page[Follow]{}, err
 	}
+	// The edges of deleted users, the list's owner's or the other side's, are being erased: none
+	// is shown (one batch read of the users on the page).
+	ids := []string{id}
+	for _, it := range p.Items {
+		ids = append(ids, it.String(other))
+	}
+	gone, err := a.goneUsers(ctx, ids...)
+	if err != nil {
+		return Page[Follow]{}, err
+	}
+	if gone[id] {
+		return Page[Follow]{}, rookery.E(op, rookery.NotFound, "user not found")
+	}
 	out := Page[Follow]{Items: make([]Follow, 0, len(p.Items)), Next: p.Next}
 	for _, it := range p.Items {
-		out.Items = append(out.Items, Follow{UserID: it.String(other), FollowedAt: rookery.Time{Time: time.UnixMilli(it.Int("followed_at")).UTC()}})
+		if !gone[it.String(other)] {
+			out.Items = append(out.Items, Follow{UserID: it.String(other), FollowedAt: rookery.Time{Time: time.UnixMilli(it.Int("followed_at")).UTC()}})
+		}
 	}
 	return out, nil
 }

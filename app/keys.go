@@ -18,7 +18,10 @@ import (
 //	entity          PK                     SK          attributes (besides the keys)
 //	User            USER#<id>              META        id, username, display_name, bio, timezone,
 //	                                                   created_at, version, *_count
-//	Username claim  USERNAME#<lower>       META        user_id  (unique usernames: conditional put)
+//	Deleted user    USER#<id>              META        id, username, deleted_at, version, ttl (the
+//	                                                   tombstone, kept for the grace period: erasure.go)
+//	Username claim  USERNAME#<lower>       META        user_id; deleted_at, ttl once its user is deleted
+//	                                                   (unique usernames: conditional put)
 //	Follow edge     FOLLOW#<follower>      <followee>  follower_id, followee_id, followed_at;
 //	                                                   GSI1 FOLLOWING#<follower> / <ts>#<followee>
 //	                                                   GSI3 FOLLOWEE#<followee> / <ts>#FOLLOWER#<follower>
@@ -29,12 +32,13 @@ import (
 //	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
 //	Like            POST#<id>              LIKE#<user> post_id, user_id, liked_at;
 //	                                                   GSI3 LIKES#<post> / <ts>#<user>
-//	Block           BLOCK#<blocker>        <blocked>   blocked_at
-//	Mute            MUTE#<muter>           <muted>     muted_at
+//	Block           BLOCK#<blocker>        <blocked>   blocked_at; GSI3 BLOCKED#<blocked> / <blocker>
+//	Mute            MUTE#<muter>           <muted>     muted_at; GSI3 MUTED#<muted> / <muter>
 //	Comment         POST#<id>              COMMENT#<c> id, post_id, author_id, text, created_at
 //	Notification    NOTIF#<user>           N#<event id> id, type, actor_id, post_id, comment_id,
 //	                                                   created_at, read; while unread
-//	                                                   GSI2 UNREAD#<user> / <event id>
+//	                                                   GSI2 UNREAD#<user> / <event id>;
+//	                                                   GSI1 NOTIFBY#<actor> / <ts>#<user>#<id>
 //	Notification ref NOTIF#<user>          REF#like:<post>:<liker>  sk (of the like's notification)
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
@@ -109,12 +113,14 @@ import (
 //	                     posts by author    USER#<author>  / <ts>#POST#<id>     (FEED-002, AP2)
 //	                     likes by user      LIKED#<user>   / <ts>#<post>        (data export)
 //	                     comments by author COMMENTS#<user> / <ts>#<post>#<id>  (data export)
+//	                     notifs by actor    NOTIFBY#<actor> / <ts>#<user>#<id>  (erasure)
 //	GSI2  GSI2PK/GSI2SK  posts by tag       TAG#<tag>      / <ts>#POST#<id>     (FEED-007)
 //	                     unread notifs      UNREAD#<user>  / <event id>         (FEED-009)
 //	                     top streaks        TOPSTREAKS#<shard> / <streak>#<user> (seed 001)
 //	                     top authors        TOPAUTHORS#<period>#<key> / <score>#<author> (FEED-010)
 //	GSI3  GSI3PK/GSI3SK  followers          FOLLOWEE#<id>  / <ts>#FOLLOWER#<id> (FEED-008, AP5)
 //	                     likes of a post    LIKES#<post>   / <ts>#<user>        (FEED-005)
+//	                     blocks, mutes of   BLOCKED#<id>, MUTED#<id> / <by>     (erasure)
 //	GSI4  GSI4PK/GSI4SK  timelines by post  POST#<id>      / FEED#<user>        (seed 004 delete-by-post)
 //
 // <ts> is the time in Unix milliseconds, 13 digits, so that byte order is time order. Index queries
@@ -245,9 +251,14 @@ func likeItem(post, user string, at time.Time) table.Item {
 		gsi1.PK: likedByPK(user), gsi1.SK: tsKey(at) + "#" + post}
 }
 
-// likedByPK and commentsByPK index a user's likes and comments (GSI1), for their data export.
+// likedByPK and commentsByPK index a user's likes and comments (GSI1), for their data export and
+// erasure; notifiedByPK the notifications a user caused (GSI1), blockedByPK and mutedByPK who
+// blocked and muted a user (GSI3), for erasure.
 func likedByPK(user string) string    { return "LIKED#" + user }
 func commentsByPK(user string) string { return "COMMENTS#" + user }
+func notifiedByPK(user string) string { return "NOTIFBY#" + user }
+func blockedByPK(user string) string  { return "BLOCKED#" + user }
+func mutedByPK(user string) string    { return "MUTED#" + user }
 
 // commentIndexSK orders a user's comments by time.
 func commentIndexSK(post, id string, at time.Time) string { return tsKey(at) + "#" + post + "#" + id }

@@ -107,7 +107,7 @@ func (a *App) TopStreaks(ctx context.Context, limit int) ([]StreakRank, error) {
 	now := a.clock.Now()
 	ckey := fmt.Sprintf("streaks:%d", limit)
 	if v, ok := a.boards.get(ckey, now, a.eng.BoardCache); ok {
-		return v.([]StreakRank), nil
+		return withoutGone(ctx, a, v.([]StreakRank), func(r StreakRank) string { return r.UserID })
 	}
 	shards := make([][]StreakRank, a.eng.StreakShards)
 	errs := make([]error, a.eng.StreakShards)
@@ -132,7 +132,7 @@ func (a *App) TopStreaks(ctx context.Context, limit int) ([]StreakRank, error) {
 	})
 	out = out[:min(limit, len(out))]
 	a.boards.put(ckey, now, out)
-	return out, nil
+	return withoutGone(ctx, a, out, func(r StreakRank) string { return r.UserID })
 }
 
 var errEnough = errors.New("enough")
@@ -198,7 +198,7 @@ func (a *App) TopAuthors(ctx context.Context, period, at string, limit int) ([]A
 	now := a.clock.Now()
 	ckey := fmt.Sprintf("%s:%d", pk, limit)
 	if v, ok := a.boards.get(ckey, now, a.eng.BoardCache); ok {
-		return v.([]AuthorRank), nil
+		return withoutGone(ctx, a, v.([]AuthorRank), func(r AuthorRank) string { return r.UserID })
 	}
 	p, err := a.table.Query(ctx, withLimit(authorBoardQuery(pk), limit))
 	if err != nil {
@@ -209,7 +209,7 @@ func (a *App) TopAuthors(ctx context.Context, period, at string, limit int) ([]A
 		out = append(out, AuthorRank{UserID: it.String("author_id"), Score: it.Int("score"), Posts: it.Int("posts"), LikesReceived: it.Int("likes")})
 	}
 	a.boards.put(ckey, now, out)
-	return out, nil
+	return withoutGone(ctx, a, out, func(r AuthorRank) string { return r.UserID })
 }
 
 // scoreWrites returns the writes that add posts and likes to author's scores in the day, week and
@@ -217,13 +217,16 @@ func (a *App) TopAuthors(ctx context.Context, period, at string, limit int) ([]A
 // index key can hold the new score. A transaction that fails on one of them is retried from a new
 // read.
 func (a *App) scoreWrites(ctx context.Context, author string, t time.Time, posts, likes int64) ([]table.Write, error) {
-	keys := make([]table.Key, len(Periods))
+	keys := make([]table.Key, len(Periods), len(Periods)+1)
 	for i, p := range Periods {
 		keys[i] = scoreKey(author, p, periodKey(p, t))
 	}
-	items, err := a.table.BatchGet(ctx, keys)
+	items, err := a.table.BatchGet(ctx, append(keys, userKey(author)))
 	if err != nil {
 		return nil, err
+	}
+	if userGone(items[len(Periods)]) {
+		return nil, nil // erased with the account: a late score would only make it again
 	}
 	writes := make([]table.Write, len(Periods))
 	for i, p := range Periods {
@@ -447,4 +450,18 @@ func (a *App) unscorePost(ctx context.Context, post, author string) error {
 		}
 	}
 	return nil
+}
+
+// withoutGone returns ranks without deleted users' (one batch read): a board is cached, and the
+// erasure takes a while, but a deleted user leaves every board at once.
+func withoutGone[T any](ctx context.Context, a *App, ranks []T, user func(T) string) ([]T, error) {
+	ids := make([]string, len(ranks))
+	for i, r := range ranks {
+		ids[i] = user(r)
+	}
+	gone, err := a.goneUsers(ctx, ids...)
+	if err != nil || len(gone) == 0 {
+		return ranks, err
+	}
+	return slices.DeleteFunc(slices.Clone(ranks), func(r T) bool { return gone[user(r)] }), nil
 }

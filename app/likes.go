@@ -47,7 +47,7 @@ func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (
 	if err := actAs(ctx, op, user); err != nil {
 		return rookery.Post{}, err
 	}
-	if _, err := a.table.Get(ctx, userKey(user)); rookery.IsKind(err, rookery.NotFound) {
+	if u, err := a.table.Get(ctx, userKey(user)); rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(u) {
 		return rookery.Post{}, rookery.E(op, rookery.NotFound, "user not found")
 	} else if err != nil {
 		return rookery.Post{}, err
@@ -89,10 +89,16 @@ func (a *App) UnlikePost(ctx context.Context, post, user string) error {
 	if err != nil {
 		return err
 	}
+	return a.removeLike(ctx, post, p.Author.ID, user)
+}
+
+// removeLike removes user's like of post (by author), with its LikeDeleted event; when there is
+// none it does nothing and succeeds.
+func (a *App) removeLike(ctx context.Context, post, author, user string) error {
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(ctx, LikeDeleted, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: p.Author.ID, UserID: user, At: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, LikeDeleted, likeEdgeKey(post, user), LikePayload{PostID: post, AuthorID: author, UserID: user, At: rookery.Time{Time: now}}, now)
 	if err != nil {
-		return rookery.E(op, rookery.Internal, err)
+		return rookery.E("app.removeLike", rookery.Internal, err)
 	}
 	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(likeKey(post, user), table.Exists(table.PK))}, ev)
 	var ce *table.ConditionError
@@ -115,9 +121,19 @@ func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[L
 	if err != nil {
 		return Page[Like]{}, err
 	}
+	likers := make([]string, len(q.Items))
+	for i, it := range q.Items {
+		likers[i] = it.String("user_id")
+	}
+	gone, err := a.goneUsers(ctx, likers...)
+	if err != nil {
+		return Page[Like]{}, err
+	}
 	out := Page[Like]{Items: make([]Like, 0, len(q.Items)), Next: q.Next}
 	for _, it := range q.Items {
-		out.Items = append(out.Items, Like{UserID: it.String("user_id"), LikedAt: rookery.Time{Time: time.UnixMilli(it.Int("liked_at")).UTC()}})
+		if !gone[it.String("user_id")] { // a deleted user's, until the erasure deletes it
+			out.Items = append(out.Items, Like{UserID: it.String("user_id"), LikedAt: rookery.Time{Time: time.UnixMilli(it.Int("liked_at")).UTC()}})
+		}
 	}
 	return out, nil
 }

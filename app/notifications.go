@@ -189,7 +189,8 @@ func (a *App) noticeWrites(ctx context.Context, eventID string, i int, n notice)
 	}
 	k := notifKey(n.recipient, id)
 	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "type": n.typ, "actor_id": n.actor,
-		"created_at": n.at.UnixMilli(), "read": false, gsi2.PK: unreadPK(n.recipient), gsi2.SK: id}
+		"created_at": n.at.UnixMilli(), "read": false, gsi2.PK: unreadPK(n.recipient), gsi2.SK: id,
+		gsi1.PK: notifiedByPK(n.actor), gsi1.SK: tsKey(n.at) + "#" + n.recipient + "#" + id}
 	if n.post != "" {
 		item["post_id"] = n.post
 	}
@@ -254,7 +255,7 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	for _, it := range p.Items {
 		keys = append(keys, userKey(it.String("actor_id")))
 	}
-	actors := map[string]rookery.Author{}
+	actors, gone := map[string]rookery.Author{}, map[string]bool{}
 	if len(keys) > 0 {
 		got, err := a.table.BatchGet(ctx, keys)
 		if err != nil {
@@ -264,11 +265,16 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 			if u != nil {
 				actors[u.String("id")] = authorOf(u)
 			}
+			if userGone(u) {
+				gone[u.String("id")] = true
+			}
 		}
 	}
 	out := Page[Notification]{Items: make([]Notification, 0, len(p.Items)), Next: p.Next}
 	for _, it := range p.Items {
-		out.Items = append(out.Items, notificationOf(it, actors[it.String("actor_id")]))
+		if !gone[it.String("actor_id")] { // a deleted user's, until the erasure deletes it
+			out.Items = append(out.Items, notificationOf(it, actors[it.String("actor_id")]))
+		}
 	}
 	return out, nil
 }

@@ -152,7 +152,7 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 	var ids []string
 	var blocks []table.Key
 	for _, c := range claims {
-		if c != nil && !slices.Contains(ids, c.String("user_id")) {
+		if c != nil && !userGone(c) && !slices.Contains(ids, c.String("user_id")) {
 			ids = append(ids, c.String("user_id"))
 			blocks = append(blocks, blockKey(c.String("user_id"), author))
 		}
@@ -208,7 +208,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		return p, false, err
 	}
 	user, err := a.table.Get(ctx, userKey(author))
-	if rookery.IsKind(err, rookery.NotFound) {
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(user) {
 		return p, false, rookery.E(op, rookery.NotFound, "the author is not a user")
 	} else if err != nil {
 		return p, false, err
@@ -274,7 +274,7 @@ func nonNil(l []string) []string {
 // authorByID reads user id as an author; a user who is gone is just their id.
 func (a *App) authorByID(ctx context.Context, id string) (rookery.Author, error) {
 	u, err := a.table.Get(ctx, userKey(id))
-	if rookery.IsKind(err, rookery.NotFound) {
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(u) {
 		return rookery.Author{ID: id}, nil
 	} else if err != nil {
 		return rookery.Author{}, err
@@ -417,11 +417,12 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	return vs, nil
 }
 
-// maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not across
-// a block, and a followers post only by its author, a follower, or a server token of its own.
+// maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not of a
+// deleted user, not across a block, and a followers post only by its author, a follower, or a
+// server token of its own.
 func (v view) maySee(c rookery.Caller, it table.Item) bool {
 	author := it.String("author_id")
-	if v.blocked[author] {
+	if v.blocked[author] || userGone(v.users[author]) {
 		return false
 	}
 	return it.String("visibility") != rookery.Followers || c.Server && c.OnBehalfOf == "" || v.viewer == author || v.follows[author]
@@ -574,6 +575,17 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	err = a.removePost(ctx, old)
+	if rookery.IsKind(err, rookery.Conflict) {
+		return rookery.E(op, rookery.NotFound, "post not found") // deleted meanwhile
+	}
+	return err
+}
+
+// removePost deletes post item old and its tags, with its PostDeleted event: Conflict if it is
+// gone already.
+func (a *App) removePost(ctx context.Context, old table.Item) error {
+	id := old.String("id")
 	writes := []table.Write{table.DeleteWrite(postKey(id), table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
 		writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
@@ -582,12 +594,9 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 	ev, err := a.event(ctx, PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: old.String("author_id"), Visibility: old.String("visibility"),
 		CreatedAt: rookery.Time{Time: time.UnixMilli(old.Int("created_at")).UTC()}}, now)
 	if err != nil {
-		return rookery.E(op, rookery.Internal, err)
+		return rookery.E("app.removePost", rookery.Internal, err)
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
-	if rookery.IsKind(err, rookery.Conflict) {
-		return rookery.E(op, rookery.NotFound, "post not found") // deleted meanwhile
-	}
 	a.recent.forget(old.String("author_id"))
 	return err
 }

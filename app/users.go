@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 	_ "time/tzdata" // IANA zones on every machine, whatever its zoneinfo
 	"unicode/utf8"
@@ -102,6 +103,9 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 			cur = nil
 		case err != nil:
 			return u, false, err
+		case userGone(cur):
+			return u, false, rookery.E(op, rookery.Conflict, fmt.Sprintf("user %s was deleted; the id is free again from %s", id,
+				time.Unix(cur.Int(table.TTL), 0).UTC().Format(time.RFC3339)))
 		}
 		now := a.clock.Now().UTC().Truncate(time.Millisecond)
 		item := table.Item{
@@ -183,10 +187,10 @@ func (a *App) User(ctx context.Context, id string) (rookery.User, error) {
 		return rookery.User{}, err
 	}
 	it, err := a.table.Get(ctx, userKey(id))
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(it) {
+		return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
+	}
 	if err != nil {
-		if rookery.IsKind(err, rookery.NotFound) {
-			return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
-		}
 		return rookery.User{}, err
 	}
 	return userFromItem(it), nil
@@ -202,7 +206,7 @@ func (a *App) UserByUsername(ctx context.Context, username string) (rookery.User
 		return rookery.User{}, err
 	}
 	claim, err := a.table.Get(ctx, usernameKey(username))
-	if rookery.IsKind(err, rookery.NotFound) {
+	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(claim) {
 		return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
 	}
 	if err != nil {

@@ -36,6 +36,7 @@ const WebhookDelivery = "WebhookDelivery"
 var WebhookTypes = []string{
 	"post.created", "post.deleted", "follow.created", "follow.deleted", "like.created",
 	"comment.created", "notification.created", "streak.changed", "user.created", "user.updated",
+	"user.deleted",
 }
 
 // webhookTest is the type of the message POST /v1/webhooks/{id}/test sends.
@@ -546,7 +547,7 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			return bad(err)
 		}
 		it, err := a.table.Get(ctx, userKey(p.UserID))
-		if rookery.IsKind(err, rookery.NotFound) {
+		if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(it) {
 			return "", nil, nil
 		} else if err != nil {
 			return "", nil, err
@@ -556,6 +557,12 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			typ = "user.updated"
 		}
 		return typ, map[string]any{"user": userFromItem(it)}, nil
+	case UserDeleted:
+		var p UserDeletedPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return bad(err)
+		}
+		return "user.deleted", map[string]any{"user_id": p.UserID, "deleted_at": p.At}, nil
 	}
 	return "", nil, nil
 }

@@ -282,7 +282,16 @@ type workload struct {
 	exec   chan func() // runs a function on the workload's goroutine, between operations
 	// history is every operation that changes what feeds show, for the report of a failed check.
 	history []opRecord
+	// deleted holds the users whose accounts the workload deleted (DELETE /v1/users/{id}); the
+	// readers read it too.
+	deleted sync.Map
 }
+
+// gone reports whether the workload deleted u's account.
+func (w *workload) gone(u string) bool { _, ok := w.deleted.Load(u); return ok }
+
+// maxDeleted is the share of the workload's users it may delete: one in four.
+func (w *workload) maxDeleted() int { return len(w.users) / 4 }
 
 // onWorkload runs f on the workload's goroutine, between two operations, and waits for it.
 func (w *workload) onWorkload(f func()) {
@@ -359,7 +368,14 @@ func (w *workload) opSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-func (w *workload) user() string { return w.users[w.rng.IntN(len(w.users))] }
+// user returns a user whose account the workload has not deleted.
+func (w *workload) user() string {
+	for {
+		if u := w.users[w.rng.IntN(len(w.users))]; !w.gone(u) {
+			return u
+		}
+	}
+}
 
 // other returns a user other than u.
 func (w *workload) other(u string) string {
@@ -391,7 +407,7 @@ var weights = []struct {
 }{
 	{"follow", 10}, {"unfollow", 3}, {"block", 2}, {"unblock", 2}, {"mute", 2}, {"unmute", 2},
 	{"post", 14}, {"edit", 3}, {"delete", 3}, {"like", 8}, {"unlike", 3}, {"comment", 5},
-	{"feed", 14}, {"notifications", 4},
+	{"feed", 14}, {"notifications", 4}, {"deleteuser", 1},
 }
 
 func (w *workload) step() {
@@ -466,6 +482,17 @@ func (w *workload) step() {
 		w.react(op, a, tok, p)
 	case "feed":
 		w.checkFeedPage(a, 3+w.rng.IntN(8))
+	case "deleteuser":
+		if w.n < 100 || w.deletedCount() >= w.maxDeleted() {
+			return // a user deleted early has little to erase; and most stay
+		}
+		if w.rng.IntN(2) == 0 {
+			tok = token(w.t, "app", true) // the app's backend deletes them
+		}
+		w.c.must("DELETE", "/v1/users/"+a, tok, "", "", 204)
+		w.m.DeleteUser(a)
+		w.deleted.Store(a, true)
+		w.note(a, "", "%s is deleted", a)
 	case "notifications":
 		r := w.c.must("GET", "/v1/notifications?limit=20", tok, "", "", 200)
 		var prev string
@@ -565,11 +592,40 @@ func (w *workload) checkFeedPage(u string, limit int) {
 	}
 }
 
+func (w *workload) deletedCount() int {
+	n := 0
+	w.deleted.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// checkGone checks that nothing of deleted user u shows: not the user, the username, the lists
+// of the graph, nor a post. (Their part in others' feeds, lists, counters and notifications is
+// what checkAll compares with the model.)
+func (w *workload) checkGone(u string) error {
+	server := token(w.t, "app", true)
+	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following"} {
+		if r := w.c.do("GET", path, server, "", ""); r.status != 404 {
+			return fmt.Errorf("deleted user %s: GET %s = %d %s", u, path, r.status, r.raw)
+		}
+	}
+	if items, err := w.c.pages("/v1/users/"+u+"/posts", server, 9); err != nil || len(items) > 0 {
+		return fmt.Errorf("deleted user %s: their posts list %v, %v", u, idsOf(items, "id"), err)
+	}
+	return nil
+}
+
 // checkAll compares everything the deployment shows with the model; nil when all agree.
 func (w *workload) checkAll() error {
 	var errs []error
 	for _, u := range w.all {
 		tok := w.toks[u]
+		if w.gone(u) {
+			if err := w.checkGone(u); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			continue
+		}
 		if err := w.checkFeed(u, tok); err != nil {
 			errs = append(errs, err)
 		}
@@ -776,6 +832,9 @@ func (w *workload) read(n *node, seed uint64, faults *faultClock, stats *readerS
 		case <-time.After(time.Duration(20+rng.IntN(80)) * time.Millisecond):
 		}
 		u := w.users[rng.IntN(len(w.users))]
+		if w.gone(u) {
+			continue
+		}
 		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/feed?limit=%d", n.url, 5+rng.IntN(20)), nil)
 		req.Header.Set("Authorization", "Bearer "+w.toks[u])
 		resp, err := c.Do(req)
@@ -797,6 +856,7 @@ func (w *workload) read(n *node, seed uint64, faults *faultClock, stats *readerS
 		stats.add(strconv.Itoa(resp.StatusCode))
 		switch {
 		case resp.StatusCode == 503 && faults.active():
+		case resp.StatusCode == 404 && w.gone(u): // deleted while the read was under way
 		case resp.StatusCode != 200:
 			w.t.Errorf("a feed read on %s: %d", n.name, resp.StatusCode)
 		case err != nil:

@@ -56,6 +56,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		// Following the owner: the blocked user may not.
 		{"PUT /v1/users/{id}/following/{target}", "PUT", "/v1/users/{caller}/following/owner", "", cell{"follower": 200, "blocked": 403, "none": 401}},
 		// Profiles and the graph: any authenticated caller.
+		{"DELETE /v1/users/{id}", "DELETE", "/v1/users/owner", "", cell{"other": 403, "follower": 403, "blocked": 403, "none": 401}},
 		{"GET /v1/users/{id}", "GET", "/v1/users/owner", "", cell{"owner": 200, "other": 200, "follower": 200, "blocked": 200, "server": 200, "none": 401}},
 		{"GET /v1/usernames/{username}", "GET", "/v1/usernames/owner", "", cell{"owner": 200, "other": 200, "blocked": 200, "server": 200, "none": 401}},
 		{"GET /v1/users/{id}/following/{target}", "GET", "/v1/users/follower/following/owner", "", cell{"owner": 200, "other": 200, "server": 200, "none": 401}},

@@ -43,7 +43,11 @@ type feedAction struct {
 }
 
 var feedOps = []string{"follow", "follow", "follow", "unfollow", "block", "unblock", "mute", "unmute",
-	"post", "post", "post", "post", "visibility", "delete", "lose", "read", "read"}
+	"post", "post", "post", "post", "visibility", "delete", "lose", "read", "read", "deleteuser"}
+
+// maxDeletedUsers is how many of a sequence's users it may delete (DELETE /v1/users/{id}); a
+// "deleteuser" past it reads instead.
+const maxDeletedUsers = 2
 
 // feedModel is the reference (internal/model, which the fault test uses too) with the sequence's
 // users by index: actions name users and posts by index, so a saved sequence replays anywhere.
@@ -88,7 +92,27 @@ func (r *modelRun) apply(act feedAction) {
 	m, f := r.m, r.f
 	a, b := act.A, act.B
 	rel := func(kind string) string { return "/v1/users/" + m.users[a] + "/" + kind + "/" + m.users[b] }
+	gone := func(u int) bool { return m.Gone(m.users[u]) }
+	usesA := act.Op != "visibility" && act.Op != "delete" && act.Op != "deleteuser" // those name a post, or do not act
+	usesB := slices.Contains([]string{"follow", "unfollow", "block", "unblock", "mute", "unmute"}, act.Op)
+	if usesA && gone(a) || usesB && gone(b) {
+		// A deleted user can neither act nor be followed; what else involves them changes nothing.
+		switch act.Op {
+		case "follow":
+			f.want(f.do("PUT", rel("following"), r.tok(a), ""), 404, "not_found")
+		case "post":
+			f.want(f.do("POST", "/v1/posts", r.tok(a), `{"text":"post"}`), 404, "not_found")
+		}
+		return
+	}
 	switch act.Op {
+	case "deleteuser":
+		if deleted := len(slices.DeleteFunc(slices.Clone(m.users), func(u string) bool { return !m.Gone(u) })); deleted >= maxDeletedUsers && !gone(a) {
+			r.checkPage(a, 5)
+			return
+		}
+		f.want(f.do("DELETE", "/v1/users/"+m.users[a], r.tok(a), ""), 204, "") // again: a success that changes nothing
+		m.DeleteUser(m.users[a])
 	case "follow":
 		if !m.CanFollow(m.users[a], m.users[b]) {
 			f.want(f.do("PUT", rel("following"), r.tok(a), ""), 403, "forbidden")
@@ -177,17 +201,42 @@ func (r *modelRun) page(u int, cursor string, limit int) feedPage {
 }
 
 // checkAll waits for the pipeline to drain, then pages every user's whole feed (pages of 3) and
-// compares it with the model's.
+// compares it with the model's, and every user's counters; a deleted user is gone.
 func (r *modelRun) checkAll() {
 	r.t.Helper()
 	r.f.drain()
 	r.checkFeeds()
+	r.checkUsers()
+}
+
+// checkUsers compares every user's follower, following and post counts with the model's, and
+// checks that a deleted user, their username and their lists are gone.
+func (r *modelRun) checkUsers() {
+	r.t.Helper()
+	tok := token(r.t, "app", true)
+	for _, u := range r.m.users {
+		if r.m.Gone(u) {
+			for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following"} {
+				r.f.want(r.f.do("GET", path, tok, ""), 404, "not_found")
+			}
+			continue
+		}
+		resp := r.f.do("GET", "/v1/users/"+u, tok, "")
+		r.f.want(resp, 200, "")
+		got := fmt.Sprintf("followers=%v following=%v posts=%v", resp.body["follower_count"], resp.body["following_count"], resp.body["post_count"])
+		if want := fmt.Sprintf("followers=%d following=%d posts=%d", len(r.m.Followers(u)), len(r.m.Following(u)), r.m.PostCount(u)); got != want {
+			r.t.Fatalf("after the pipeline drained, %s's counters are %s; the model's %s", u, got, want)
+		}
+	}
 }
 
 // checkFeeds pages every user's whole feed and compares it with the model's.
 func (r *modelRun) checkFeeds() {
 	r.t.Helper()
 	for u := range r.m.users {
+		if r.m.Gone(r.m.users[u]) {
+			continue // checkUsers
+		}
 		var got []string
 		cursor := ""
 		for range 200 {

@@ -19,6 +19,7 @@ func (s *server) routes() {
 	}
 	s.mux.Handle("PUT /v1/users/{id}", s.authed(s.putUser))
 	s.mux.Handle("GET /v1/users/{id}", s.authed(s.getUser))
+	s.mux.Handle("DELETE /v1/users/{id}", s.authed(s.deleteUser))
 	s.mux.Handle("GET /v1/usernames/{username}", s.authed(s.getUserByUsername))
 	s.mux.Handle("GET /v1/users/{id}/export", s.authed(s.export))
 

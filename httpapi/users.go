@@ -23,6 +23,14 @@ func (s *server) getUser(w http.ResponseWriter, r *http.Request) {
 	encode(w, http.StatusOK, u)
 }
 
+func (s *server) deleteUser(w http.ResponseWriter, r *http.Request) {
+	if err := s.App.DeleteUser(r.Context(), r.PathValue("id")); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (s *server) getUserByUsername(w http.ResponseWriter, r *http.Request) {
 	u, err := s.App.UserByUsername(r.Context(), r.PathValue("username"))
 	if err != nil {

@@ -132,6 +132,10 @@ type Store interface {
 	// RemovePost removes post from every timeline that holds it, in time proportional to the number
 	// of copies, never by scanning timelines (seed 004: delete by post through an index).
 	RemovePost(ctx context.Context, postID string) error
+
+	// Delete removes user's timeline whole (the account was deleted): it is missing afterwards,
+	// so Push no longer reaches it. Deleting a missing timeline is a success.
+	Delete(ctx context.Context, user string) error
 }
 
 // NewBuild returns a new build id for Begin: random, so that builds of one timeline by different

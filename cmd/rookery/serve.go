@@ -39,6 +39,7 @@ type serveConfig struct {
 	pprofAddr       string
 	gcPercent       int
 	demo            bool
+	deletedGrace    time.Duration
 }
 
 func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
@@ -59,6 +60,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	f.IntVar(&sc.gcPercent, "gc-percent", 400, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
+	f.DurationVar(&sc.deletedGrace, "deleted-grace", app.DefaultDeletedGrace, "how long a deleted account's username stays taken and its id unusable (DELETE /v1/users/{id})")
 	f.BoolVar(&sc.demo, "demo", false, "DEMO ONLY: serve the demo web client at /demo/, which signs anyone in as any user without a password (embedded store and --role all only; never on a reachable address)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
@@ -166,6 +168,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		StreamTable:       b.streamTable,
 		UnsyncedConsumers: b.direct,
 		FollowerCacheIDs:  followerCache(cfg, sc),
+		DeletedGrace:      sc.deletedGrace,
+		IndexLag:          indexLag(cfg.store),
 		OnWebhookQueued: func(endpoint string) {
 			if dispatcher != nil {
 				dispatcher.Wake(endpoint)
@@ -269,4 +273,12 @@ func followerCache(cfg *config, sc serveConfig) int {
 		return 0
 	}
 	return sc.timelines.followerCache
+}
+
+// indexLag is how long the store's index queries may lag its writes.
+func indexLag(store string) time.Duration {
+	if store == "dynamo" {
+		return app.DynamoIndexLag
+	}
+	return 0
 }

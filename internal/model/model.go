@@ -38,7 +38,8 @@ type Notice struct {
 // Model is the whole state.
 type Model struct {
 	Follows, Blocks, Mutes map[Pair]bool
-	users                  map[string]bool
+	users                  map[string]bool   // true while the user exists; false once deleted
+	commentBy              map[string]string // comment id -> its author
 	posts                  []*Post
 	byID                   map[string]*Post
 	notices                []Notice
@@ -48,12 +49,38 @@ type Model struct {
 
 // New returns an empty model.
 func New() *Model {
-	return &Model{Follows: map[Pair]bool{}, Blocks: map[Pair]bool{}, Mutes: map[Pair]bool{}, users: map[string]bool{},
+	return &Model{Follows: map[Pair]bool{}, Blocks: map[Pair]bool{}, Mutes: map[Pair]bool{}, users: map[string]bool{}, commentBy: map[string]string{},
 		byID: map[string]*Post{}, blocked: map[Pair][]int{}}
 }
 
 // AddUser records a user whose username is their id.
 func (m *Model) AddUser(id string) { m.users[id] = true }
+
+// Gone reports whether user id was deleted (DeleteUser).
+func (m *Model) Gone(id string) bool { exists, known := m.users[id]; return known && !exists }
+
+// DeleteUser records that account u was deleted: from then on nothing of u's shows anywhere. Their
+// posts are deleted; their follows (both ways), blocks and mutes (both ways), likes and comments
+// are gone, and so is every notification they caused or received. A deleted user's name mentions
+// nobody.
+func (m *Model) DeleteUser(u string) {
+	m.users[u] = false
+	for _, rel := range []map[Pair]bool{m.Follows, m.Blocks, m.Mutes} {
+		for p := range rel {
+			if p.From == u || p.To == u {
+				delete(rel, p)
+			}
+		}
+	}
+	for _, p := range m.posts {
+		if p.Author == u {
+			p.Deleted = true
+		}
+		delete(p.Likes, u)
+		p.Comments = slices.DeleteFunc(p.Comments, func(c string) bool { return m.commentBy[c] == u })
+	}
+	m.notices = slices.DeleteFunc(m.notices, func(n Notice) bool { return n.Actor == u || n.Recipient == u })
+}
 
 // Post returns the post with id, or nil.
 func (m *Model) Post(id string) *Post { return m.byID[id] }
@@ -186,6 +213,7 @@ func (m *Model) Unlike(id, user string) {
 func (m *Model) Comment(id, user, cid string) {
 	p := m.byID[id]
 	p.Comments = append(p.Comments, cid)
+	m.commentBy[cid] = user
 	m.notify(p.Author, "comment", user, id, cid)
 }
 

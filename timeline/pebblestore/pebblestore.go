@@ -359,6 +359,27 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	return internal(op, s.reset(user, mark{exp: s.newExpiry()}, entries))
 }
 
+// Delete implements timeline.Store: the marker and the entries in one batch. The post index may
+// still name the user; RemovePost then deletes entries that are not there, which is harmless.
+func (s *Store) Delete(ctx context.Context, user string) error {
+	const op rookery.Op = "pebblestore.Delete"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	defer s.locks.Lock(user)()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.each(user, func(k, _ []byte) { _ = b.Delete(k, nil) }); err != nil {
+		return internal(op, err)
+	}
+	_ = b.Delete(markerKey(user), nil)
+	if err := b.Commit(s.sync); err != nil {
+		return internal(op, err)
+	}
+	s.markers.set(user, 0) // no marker
+	return nil
+}
+
 func (s *Store) check(op rookery.Op, user string, entries []timeline.Entry) error {
 	if err := checkUser(op, user); err != nil {
 		return err

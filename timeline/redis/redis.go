@@ -410,6 +410,16 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	return err
 }
 
+// Delete implements timeline.Store. The sets of timelines by post may still name the user;
+// RemovePost then finds nothing to remove there.
+func (s *Store) Delete(ctx context.Context, user string) error {
+	const op rookery.Op = "redis.Delete"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	return translate(op, s.c.Del(ctx, s.tlKey(user)).Err())
+}
+
 // DropOlder implements timeline.Store: one script.
 func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) error {
 	const op rookery.Op = "redis.DropOlder"

@@ -390,6 +390,19 @@ func (s *Store) Create(ctx context.Context, user string, entries []timeline.Entr
 	return s.trim(ctx, user)
 }
 
+// Delete implements timeline.Store: the marker first, so that pushes stop reaching the timeline,
+// then its entries (with their post-index entries).
+func (s *Store) Delete(ctx context.Context, user string) error {
+	const op rookery.Op = "tablestore.Delete"
+	if err := checkUser(op, user); err != nil {
+		return err
+	}
+	if err := s.t.Delete(ctx, markerKey(user)); err != nil {
+		return err
+	}
+	return s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true })
+}
+
 // write commits writes in transactions of up to MaxTransact, concurrently.
 func (s *Store) write(ctx context.Context, writes []table.Write) error {
 	if len(writes) == 0 {

@@ -58,6 +58,7 @@ func run(t *testing.T, open Factory, wallClockExpiry bool) {
 		{"create replaces a timeline", testCreateReplaces},
 		{"remove takes one entry, remove author all of theirs", testRemove},
 		{"remove post takes it from every timeline that holds it", testRemovePost},
+		{"delete removes a timeline whole, and others keep theirs", testDelete},
 		{"paging while entries arrive neither repeats nor skips", testPagingWhilePushing},
 		{"complete publishes a build with what it pulled and what was pushed meanwhile", testBuild},
 		{"a build that failed stays unread until a later build completes it", testFailedBuild},
@@ -308,6 +309,33 @@ func testRemovePost(t *testing.T, s timeline.Store) {
 	if err := s.RemovePost(ctx, "P9999"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func testDelete(t *testing.T, s timeline.Store) {
+	create(t, s, "gone", 1, 2, 3)
+	create(t, s, "kept", 1, 2)
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Exists(ctx, "gone"); err != nil || ok {
+		t.Fatalf("Exists after Delete = %v, %v", ok, err)
+	}
+	push(t, s, []string{"gone", "kept"}, 4)
+	if p, err := s.Page(ctx, "gone", timeline.Entry{}, 10); err != nil || p.Exists || len(p.Entries) != 0 {
+		t.Fatalf("page of a deleted timeline after a push = %+v, %v", p, err)
+	}
+	same(t, "the other timeline", all(t, s, "kept", 10), ids(4, 2, 1))
+	// A post the deleted timeline held leaves the others as before.
+	if err := s.RemovePost(ctx, entry(1).PostID); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "the other timeline after remove post", all(t, s, "kept", 10), ids(4, 2))
+	// Deleting a missing timeline is a success; a new one starts empty.
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, "gone")
+	same(t, "a timeline created again", all(t, s, "gone", 10), nil)
 }
 
 func testPagingWhilePushing(t *testing.T, s timeline.Store) {
