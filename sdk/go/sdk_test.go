@@ -153,6 +153,16 @@ func TestEveryRoute(t *testing.T) {
 	un, err := ann.GetUserByUsernameWithResponse(ctx, "BOB_sdk")
 	ok(t, "by username", un.HTTPResponse, un.Body, err)
 
+	// An account deleted by its user is gone at once.
+	r, err := server.PutUserWithResponse(ctx, "gone", api.UserInput{Username: "gone_sdk"})
+	ok(t, "put user", r.HTTPResponse, r.Body, err)
+	du, err := client(t, base, token(t, "gone")).DeleteUserWithResponse(ctx, "gone")
+	ok(t, "delete user", du.HTTPResponse, du.Body, err)
+	gu, err = ann.GetUserWithResponse(ctx, "gone")
+	if err := rookery.Check(gu.HTTPResponse, gu.Body, err); !rookery.IsCode(err, "not_found") {
+		t.Fatalf("a deleted user: %v; want not_found", err)
+	}
+
 	f, err := bob.FollowUserWithResponse(ctx, "bob", "ann")
 	ok(t, "follow", f.HTTPResponse, f.Body, err)
 	gf, err := bob.GetFollowWithResponse(ctx, "bob", "ann")

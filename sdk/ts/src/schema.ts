@@ -67,7 +67,11 @@ export interface paths {
         /** Create (201) or update (200) a user */
         put: operations["putUser"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete an account (the user or a server token)
+         * @description From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+         */
+        delete: operations["deleteUser"];
         options?: never;
         head?: never;
         patch?: never;
@@ -987,7 +991,7 @@ export interface components {
             id: string;
             /** @description https, at a public address, unless the server allows otherwise (--webhooks-allow-http, --webhooks-allow-private) */
             url: string;
-            events: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated")[];
+            events: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
             description: string;
             enabled: boolean;
             /** @description whsec_<base64>: the signing secret; only in the replies of POST /v1/webhooks and of a rotation */
@@ -998,7 +1002,7 @@ export interface components {
         /** @description POST needs url and events; PATCH takes any of the fields */
         WebhookInput: {
             url?: string;
-            events?: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated")[];
+            events?: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
             description?: string;
             /** @description default true */
             enabled?: boolean;
@@ -1006,7 +1010,7 @@ export interface components {
         /** @description the body of every delivery (Standard Webhooks): POSTed with the headers webhook-id (the same on every retry: de-duplicate by it), webhook-timestamp (Unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of '<id>.<timestamp>.<body>'> per secret, space-separated) */
         WebhookMessage: {
             /** @enum {string} */
-            type: "post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "webhook.test";
+            type: "post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted" | "webhook.test";
             /** Format: date-time */
             timestamp: string;
             /** @description docs/api.md, Webhooks, lists each type's data */
@@ -1295,6 +1299,42 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

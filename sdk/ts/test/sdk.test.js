@@ -60,6 +60,12 @@ test("the routes through the SDK: users, follows, posts, the feed across pages, 
     (e) => e instanceof RookeryError && e.code === "not_found" && e.status === 404);
   const user = Rookery.check(await ann.api.GET("/v1/usernames/{username}", { params: { path: { username: "BOB_ts" } } }));
   assert.equal(user.id, "bob");
+  // An account deleted by its user is gone at once.
+  Rookery.check(await server.api.PUT("/v1/users/{id}", { params: { path: { id: "gone" } }, body: { username: "gone_ts" } }));
+  const gone = sdk(base, mintUserToken(secret, "gone"));
+  Rookery.check(await gone.api.DELETE("/v1/users/{id}", { params: { path: { id: "gone" } } }));
+  await assert.rejects(async () => Rookery.check(await ann.api.GET("/v1/users/{id}", { params: { path: { id: "gone" } } })),
+    (e) => e instanceof RookeryError && e.code === "not_found" && e.status === 404);
   Rookery.check(await bob.api.PUT("/v1/users/{id}/following/{target}", { params: { path: { id: "bob", target: "ann" } } }));
   assert.deepEqual((await all(ann.followers("ann", 1))).map((f) => f.user_id), ["bob"]);
   assert.equal((await all(bob.following("bob", 1))).length, 1);
