@@ -111,6 +111,9 @@ func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error
 	if a.streams == nil {
 		return StreamStart{}, rookery.E(op, rookery.NotFound, "live streams are turned off on this server")
 	}
+	if err := a.notGone(ctx, op, user); err != nil {
+		return StreamStart{}, err
+	}
 	var last uint64
 	if lastID != "" {
 		if last, err = strconv.ParseUint(lastID, 10, 64); err != nil {
@@ -646,6 +649,9 @@ func (a *App) NewStreamTicket(ctx context.Context) (StreamTicket, error) {
 	}
 	user, err := actingUser(ctx, op)
 	if err != nil {
+		return StreamTicket{}, err
+	}
+	if err := a.notGone(ctx, op, user); err != nil {
 		return StreamTicket{}, err
 	}
 	b := make([]byte, 24)

@@ -226,9 +226,9 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 		}
 		t.Fatalf("90 s after the faults stopped the deployment still differs from the model: %v\nfaults: %s", err, strings.Join(log, ", "))
 	}
-	t.Logf("seed %d: %d operations in %.1f s (%s); faults: %s; client: %v; concurrent feed reads: %s; drained in %.1f s; checked %d feeds, %d posts, %d notification lists",
+	t.Logf("seed %d: %d operations in %.1f s (%s); faults: %s; client: %v; concurrent feed reads: %s; drained in %.1f s; checked %d feeds, %d posts, %d notification lists, %d deleted accounts",
 		s.Seed, w.n, loadTook.Seconds(), w.opSummary(), strings.Join(log, ", "), w.c.stats, readStats, time.Since(drainStart).Seconds(),
-		len(w.all), len(w.m.Posts()), len(w.all))
+		len(w.all)-w.deletedCount(), len(w.m.Posts()), len(w.all)-w.deletedCount(), w.deletedCount())
 }
 
 // episode is one fault: it runs for as long as the fault lasts.
@@ -239,6 +239,9 @@ type episode struct {
 }
 
 func faultEpisodes(t *testing.T, rng *rand.Rand, svc *services, d *deployment, w *workload) []episode {
+	// The episodes draw their durations while they run, beside the workload: from a source of
+	// their own (a rand.Rand is not safe for concurrent use).
+	rng = rand.New(rand.NewPCG(rng.Uint64(), 0xfa17))
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
 	worker, api := d.workers[rng.IntN(len(d.workers))], d.apis[rng.IntN(len(d.apis))]
 	es := []episode{
@@ -484,6 +487,7 @@ func (w *workload) step() {
 		w.checkFeedPage(a, 3+w.rng.IntN(8))
 	case "deleteuser":
 		if w.n < 100 || w.deletedCount() >= w.maxDeleted() {
+			w.ops[op]--
 			return // a user deleted early has little to erase; and most stay
 		}
 		if w.rng.IntN(2) == 0 {

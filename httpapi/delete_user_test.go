@@ -16,7 +16,10 @@ import (
 // have run, that the stored data is erased (read straight from the table), and that the username
 // and id are free again after the grace period.
 func TestDeleteUser(t *testing.T) {
-	f, _ := newFixtureWith(t, fixtureConfig{deletedGrace: 2 * time.Second})
+	// The erasure waits until the checks of "from the reply on" are done: they must hold on the read
+	// path alone.
+	hold := make(chan struct{})
+	f, _ := newFixtureWith(t, fixtureConfig{deletedGrace: 2 * time.Second, holdErasure: hold})
 	server := token(t, "app", true)
 	for _, u := range []string{"delalice", "delbob", "delcarol"} {
 		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
@@ -47,10 +50,19 @@ func TestDeleteUser(t *testing.T) {
 	f.want(f.do("PUT", "/v1/users/delcarol/blocks/delalice", carol, ""), 204, "") // ends carol's follow of alice
 	f.want(f.do("PUT", "/v1/users/delcarol/following/delbob", carol, ""), 200, "")
 	f.want(f.do("POST", "/v1/activities", alice, `{"type":"daily_open","idempotency_key":"d1"}`), 201, "")
-	f.drain()
-	if n := len(f.do("GET", "/v1/notifications", bob, "").body["items"].([]any)); n != 7 { // alice's follow, like, comment and mention; carol's follow, like and comment
-		t.Fatalf("bob has %d notifications before the deletion; want 7", n)
-	}
+	eventuallyHTTP(t, "bob's notifications", func() error {
+		// alice's follow, like, comment and mention; carol's follow, like and comment
+		if n := len(f.do("GET", "/v1/notifications", bob, "").body["items"].([]any)); n != 7 {
+			return fmt.Errorf("bob has %d notifications before the deletion; want 7", n)
+		}
+		return nil
+	})
+	eventuallyHTTP(t, "bob's feed", func() error {
+		if r := f.do("GET", "/v1/feed", bob, ""); !strings.Contains(r.raw, alicePosts[0]) {
+			return fmt.Errorf("bob's feed does not show alice's post yet: %s", r.raw)
+		}
+		return nil
+	})
 
 	// Only alice or a server token may delete her; an unknown user is not found.
 	f.want(f.do("DELETE", "/v1/users/delalice", bob, ""), 403, "forbidden")
@@ -89,6 +101,10 @@ func TestDeleteUser(t *testing.T) {
 	f.want(f.do("POST", "/v1/activities", alice, `{"type":"daily_open","idempotency_key":"d2"}`), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/delbob/following/delalice", bob, ""), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/delbob/mutes/delalice", bob, ""), 404, "not_found")
+	f.want(f.do("POST", "/v1/stream/tickets", alice, ""), 404, "not_found")
+	if _, status := f.tryStream(alice, "", ""); status != 404 {
+		t.Fatalf("a deleted user's stream = %d; want 404", status)
+	}
 	if m := f.do("POST", "/v1/posts", bob, `{"text":"hey @delalice"}`); m.status != 201 || len(m.body["mentions"].([]any)) != 0 {
 		t.Fatalf("a post mentioning a deleted user = %d %s; want 201 with no mentions", m.status, m.raw)
 	} else {
@@ -99,6 +115,7 @@ func TestDeleteUser(t *testing.T) {
 	f.want(f.do("PUT", "/v1/users/deldave", server, `{"username":"delalice"}`), 409, "conflict")
 
 	// Once the workers ran: the counters of others moved, and the stored data is gone.
+	close(hold)
 	f.drain()
 	gone("after the erasure")
 	user := func(id string) map[string]any {

@@ -77,6 +77,7 @@ type fixtureConfig struct {
 	refusePrivateDial  bool          // the dispatcher refuses to connect to loopback, as by default
 	streamBuffer       int           // 0: the default
 	deletedGrace       time.Duration // 0: the default
+	holdErasure        chan struct{} // if not nil, the erasure consumer handles nothing until it is closed
 }
 
 // flakyStore fails Get and Ping with err while err is set, and Query with queryErr.
@@ -188,7 +189,23 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	go func() { dispatcher.Run(dctx); close(dispatched) }()
 	t.Cleanup(func() { stopDispatcher(); <-dispatched })
 	// The pipeline runs as in production: the relay and the application's consumers.
-	pipeline := eventstest.RunPipeline(t, outbox, evlog, application.Consumers())
+	consumers := application.Consumers()
+	if cfg.holdErasure != nil {
+		for i, c := range consumers {
+			if c.Group == app.ErasureGroup {
+				handle := c.Handle
+				consumers[i].Handle = func(ctx context.Context, ev rookery.Event) error {
+					select {
+					case <-cfg.holdErasure:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					return handle(ctx, ev)
+				}
+			}
+		}
+	}
+	pipeline := eventstest.RunPipeline(t, outbox, evlog, consumers)
 	h := httpapi.NewServer(httpapi.Deps{
 		App:      application,
 		Verifier: v,
