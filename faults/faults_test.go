@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/rookery/rookery/internal/model"
@@ -607,7 +608,7 @@ func (w *workload) deletedCount() int {
 // what checkAll compares with the model.)
 func (w *workload) checkGone(u string) error {
 	server := token(w.t, "app", true)
-	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following"} {
+	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following", "/v1/users/" + u + "/export"} {
 		if r := w.c.do("GET", path, server, "", ""); r.status != 404 {
 			return fmt.Errorf("deleted user %s: GET %s = %d %s", u, path, r.status, r.raw)
 		}
@@ -640,6 +641,9 @@ func (w *workload) checkAll() error {
 			errs = append(errs, err)
 		}
 		if err := w.checkNotifications(u, tok); err != nil {
+			errs = append(errs, err)
+		}
+		if err := w.checkExport(u, tok); err != nil {
 			errs = append(errs, err)
 		}
 		if len(errs) > 0 {
@@ -748,6 +752,23 @@ func (w *workload) checkGraph(u, tok string) error {
 		if !slices.Equal(got, list.want) {
 			return fmt.Errorf("%s's %s = %v; the model's %v", u, list.path, got, list.want)
 		}
+	}
+	return nil
+}
+
+// checkExport compares u's data export with the model: posts, comments, likes, follows both
+// ways, blocks and mutes.
+func (w *workload) checkExport(u, tok string) error {
+	r := w.c.do("GET", "/v1/users/"+u+"/export", tok, "", "")
+	if r.status != 200 {
+		return fmt.Errorf("%s's export = %d %s", u, r.status, r.raw)
+	}
+	got, err := model.ExportOf(r.raw)
+	if err != nil {
+		return fmt.Errorf("%s's export: %v", u, err)
+	}
+	if diff := cmp.Diff(w.m.Export(u), got); diff != "" {
+		return fmt.Errorf("%s's export differs from the model's (-model +export):\n%s", u, diff)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rookery/rookery/internal/model"
 	"pgregory.net/rapid"
 )
@@ -216,7 +218,7 @@ func (r *modelRun) checkUsers() {
 	tok := token(r.t, "app", true)
 	for _, u := range r.m.users {
 		if r.m.Gone(u) {
-			for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following"} {
+			for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following", "/v1/users/" + u + "/export"} {
 				r.f.want(r.f.do("GET", path, tok, ""), 404, "not_found")
 			}
 			continue
@@ -226,6 +228,13 @@ func (r *modelRun) checkUsers() {
 		got := fmt.Sprintf("followers=%v following=%v posts=%v", resp.body["follower_count"], resp.body["following_count"], resp.body["post_count"])
 		if want := fmt.Sprintf("followers=%d following=%d posts=%d", len(r.m.Followers(u)), len(r.m.Following(u)), r.m.PostCount(u)); got != want {
 			r.t.Fatalf("after the pipeline drained, %s's counters are %s; the model's %s", u, got, want)
+		}
+		export := r.f.do("GET", "/v1/users/"+u+"/export", tok, "")
+		r.f.want(export, 200, "")
+		if got, err := model.ExportOf(export.raw); err != nil {
+			r.t.Fatalf("%s's export: %v", u, err)
+		} else if diff := cmp.Diff(r.m.Export(u), got); diff != "" {
+			r.t.Fatalf("after the pipeline drained, %s's export differs from the model's (-model +export):\n%s", u, diff)
 		}
 	}
 }

@@ -9,6 +9,8 @@
 package model
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,8 +75,8 @@ func (m *Model) DeleteUser(u string) {
 		}
 	}
 	for _, p := range m.posts {
-		if p.Author == u {
-			p.Deleted = true
+		if p.Author == u { // erased with what others left on it
+			p.Deleted, p.Likes, p.Comments = true, map[string]bool{}, nil
 		}
 		delete(p.Likes, u)
 		p.Comments = slices.DeleteFunc(p.Comments, func(c string) bool { return m.commentBy[c] == u })
@@ -308,4 +310,75 @@ func (m *Model) Notifications(u string) (required, optional []Notice) {
 		}
 	}
 	return required, optional
+}
+
+// exportID names, for each kind of record of a data export (GET /v1/users/{id}/export) that the
+// model keeps, the field of its data that identifies it.
+var exportID = map[string]string{"post": "id", "comment": "id", "like": "post_id", "following": "user_id",
+	"follower": "user_id", "block": "user_id", "mute": "user_id"}
+
+// Export returns what u's data export must hold of the kinds the model keeps: kind -> ids, posts
+// newest first and the rest sorted (ExportOf reads an export so).
+func (m *Model) Export(u string) map[string][]string {
+	out := map[string][]string{"post": ids(m.AuthorPosts(u)), "following": m.Following(u), "follower": m.Followers(u),
+		"comment": {}, "like": {}, "block": {}, "mute": {}}
+	for _, p := range m.posts {
+		if p.Likes[u] {
+			out["like"] = append(out["like"], p.ID)
+		}
+		for _, c := range p.Comments {
+			if m.commentBy[c] == u {
+				out["comment"] = append(out["comment"], c)
+			}
+		}
+	}
+	for kind, rel := range map[string]map[Pair]bool{"block": m.Blocks, "mute": m.Mutes} {
+		for p := range rel {
+			if p.From == u {
+				out[kind] = append(out[kind], p.To)
+			}
+		}
+	}
+	for kind, l := range out {
+		if kind != "post" {
+			slices.Sort(l)
+		}
+	}
+	return out
+}
+
+// ExportOf reads a data export's JSON lines into what Export returns: the ids of the records of the
+// kinds the model keeps (others are skipped). It fails unless the last line is the end record
+// counting every record.
+func ExportOf(body string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for kind := range exportID {
+		out[kind] = []string{}
+	}
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	for i, line := range lines {
+		var rec struct {
+			Kind string         `json:"kind"`
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return nil, fmt.Errorf("export line %d is not a record: %q", i+1, line)
+		}
+		if rec.Kind == "end" {
+			if n, _ := rec.Data["records"].(float64); i != len(lines)-1 || int(n) != i {
+				return nil, fmt.Errorf("export ends with %q after %d records", line, i)
+			}
+			for kind, l := range out {
+				if kind != "post" {
+					slices.Sort(l)
+				}
+			}
+			return out, nil
+		}
+		if field, ok := exportID[rec.Kind]; ok {
+			id, _ := rec.Data[field].(string)
+			out[rec.Kind] = append(out[rec.Kind], id)
+		}
+	}
+	return nil, fmt.Errorf("export without its end record (%d lines)", len(lines))
 }
