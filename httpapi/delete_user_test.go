@@ -19,7 +19,8 @@ func TestDeleteUser(t *testing.T) {
 	// The erasure waits until the checks of "from the reply on" are done: they must hold on the read
 	// path alone.
 	hold := make(chan struct{})
-	f, _ := newFixtureWith(t, fixtureConfig{deletedGrace: 2 * time.Second, holdErasure: hold})
+	const grace = 8 * time.Second // longer than the erasure takes (on DynamoDB it waits out the index lag)
+	f, _ := newFixtureWith(t, fixtureConfig{deletedGrace: grace, holdErasure: hold})
 	server := token(t, "app", true)
 	for _, u := range []string{"delalice", "delbob", "delcarol"} {
 		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
@@ -67,6 +68,7 @@ func TestDeleteUser(t *testing.T) {
 	// Only alice or a server token may delete her; an unknown user is not found.
 	f.want(f.do("DELETE", "/v1/users/delalice", bob, ""), 403, "forbidden")
 	f.want(f.do("DELETE", "/v1/users/nobody", server, ""), 404, "not_found")
+	deleted := time.Now()
 	f.want(f.do("DELETE", "/v1/users/delalice", alice, ""), 204, "")
 	f.want(f.do("DELETE", "/v1/users/delalice", alice, ""), 204, "") // again: nothing changes
 
@@ -152,8 +154,11 @@ func TestDeleteUser(t *testing.T) {
 		t.Fatalf("alice's timeline after the erasure: exists %v, %v", ok, err)
 	}
 
+	if time.Since(deleted) >= grace {
+		t.Fatalf("the checks after the erasure ended %v after the deletion, past the grace period of %v: lengthen it", time.Since(deleted), grace)
+	}
 	// After the grace period the username, and the id, may be taken again: by a new account.
-	time.Sleep(3 * time.Second)
+	time.Sleep(time.Until(deleted.Add(grace + time.Second)))
 	f.want(f.do("PUT", "/v1/users/deldave", server, `{"username":"delalice"}`), 201, "")
 	r := f.do("PUT", "/v1/users/delalice", server, `{"username":"delalice2"}`)
 	f.want(r, 201, "")

@@ -666,7 +666,77 @@ var Rookery = class _Rookery {
       pause = Math.min(2 * pause, 3e4);
     }
   }
+  /** The caller's live stream through an EventSource (the browser's by default; in Node pass one,
+   * e.g. the eventsource package's), as one sequence like stream(): no token goes into a URL, each
+   * connection opens with a new single-use stream ticket (POST /v1/stream/tickets) and resumes
+   * after the last id it got (?last_event_id=). The EventSource's own reconnection is not used, since
+   * it would send a spent ticket again: this closes it and reconnects (backoff up to 30 s). */
+  async *eventSource(opts = {}) {
+    const ES = opts.EventSource ?? globalThis.EventSource;
+    if (!ES)
+      throw new Error("rookery: no EventSource here; pass one, or use stream()");
+    let last = opts.lastEventId ?? "";
+    let pause = 100;
+    while (!opts.signal?.aborted) {
+      let ticket;
+      try {
+        ({ ticket } = _Rookery.check(await this.api.POST("/v1/stream/tickets", { signal: opts.signal })));
+      } catch (err) {
+        if (opts.signal?.aborted)
+          return;
+        if (err instanceof RookeryError && err.status < 500 && err.status !== 429)
+          throw err;
+        await sleep(pause, opts.signal);
+        pause = Math.min(2 * pause, 3e4);
+        continue;
+      }
+      let url = this.streamTicketUrl(ticket);
+      if (last)
+        url += `&last_event_id=${encodeURIComponent(last)}`;
+      const es = new ES(url);
+      const queue = [];
+      let wake;
+      const push = (ev) => {
+        queue.push(ev);
+        wake?.();
+      };
+      for (const type of streamEventTypes) {
+        es.addEventListener(type, (ev) => push({ id: ev.lastEventId, type, data: JSON.parse(ev.data) }));
+      }
+      es.onerror = () => push(null);
+      const abort = () => push(null);
+      opts.signal?.addEventListener("abort", abort, { once: true });
+      let got = false;
+      try {
+        for (; ; ) {
+          while (queue.length === 0)
+            await new Promise((r) => {
+              wake = r;
+            });
+          const ev = queue.shift();
+          if (ev === null)
+            break;
+          if (ev.id) {
+            last = ev.id;
+            got = true;
+            pause = 100;
+          }
+          yield ev;
+        }
+      } finally {
+        es.close();
+        opts.signal?.removeEventListener("abort", abort);
+      }
+      if (opts.signal?.aborted)
+        return;
+      if (!got) {
+        await sleep(pause, opts.signal);
+        pause = Math.min(2 * pause, 3e4);
+      }
+    }
+  }
 };
+var streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"];
 async function* sseEvents(body) {
   const decoder = new TextDecoder();
   let buf = "";
@@ -813,7 +883,7 @@ async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
   try {
-    for await (const ev of rk.stream({ signal: ctl.signal })) {
+    for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
         shown.add(ev.data.post.id);
         $("feed").prepend(postItem(ev.data.post, true));

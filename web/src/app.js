@@ -99,7 +99,8 @@ async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
   try {
-    for await (const ev of rk.stream({ signal: ctl.signal })) {
+    // A browser's EventSource, opened with single-use stream tickets (no token in a URL).
+    for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
         shown.add(ev.data.post.id);
         $("feed").prepend(postItem(ev.data.post, true));

@@ -229,7 +229,72 @@ export class Rookery {
       pause = Math.min(2 * pause, 30_000);
     }
   }
+
+  /** The caller's live stream through an EventSource (the browser's by default; in Node pass one,
+   * e.g. the eventsource package's), as one sequence like stream(): no token goes into a URL, each
+   * connection opens with a new single-use stream ticket (POST /v1/stream/tickets) and resumes
+   * after the last id it got (?last_event_id=). The EventSource's own reconnection is not used, since
+   * it would send a spent ticket again: this closes it and reconnects (backoff up to 30 s). */
+  async *eventSource(opts: { lastEventId?: string; signal?: AbortSignal; EventSource?: EventSourceConstructor } = {}): AsyncGenerator<StreamEvent> {
+    const ES = opts.EventSource ?? (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
+    if (!ES) throw new Error("rookery: no EventSource here; pass one, or use stream()");
+    let last = opts.lastEventId ?? "";
+    let pause = 100;
+    while (!opts.signal?.aborted) {
+      let ticket: string;
+      try {
+        ({ ticket } = Rookery.check(await this.api.POST("/v1/stream/tickets", { signal: opts.signal })));
+      } catch (err) {
+        if (opts.signal?.aborted) return;
+        if (err instanceof RookeryError && err.status < 500 && err.status !== 429) throw err;
+        await sleep(pause, opts.signal);
+        pause = Math.min(2 * pause, 30_000);
+        continue;
+      }
+      let url = this.streamTicketUrl(ticket);
+      if (last) url += `&last_event_id=${encodeURIComponent(last)}`;
+      const es = new ES(url);
+      const queue: (StreamEvent | null)[] = []; // null: the connection ended
+      let wake: (() => void) | undefined;
+      const push = (ev: StreamEvent | null) => { queue.push(ev); wake?.(); };
+      for (const type of streamEventTypes) {
+        es.addEventListener(type, (ev) => push({ id: ev.lastEventId, type, data: JSON.parse(ev.data) }));
+      }
+      es.onerror = () => push(null);
+      const abort = () => push(null);
+      opts.signal?.addEventListener("abort", abort, { once: true });
+      let got = false;
+      try {
+        for (;;) {
+          while (queue.length === 0) await new Promise<void>((r) => { wake = r; });
+          const ev = queue.shift()!;
+          if (ev === null) break;
+          if (ev.id) { last = ev.id; got = true; pause = 100; }
+          yield ev;
+        }
+      } finally {
+        es.close();
+        opts.signal?.removeEventListener("abort", abort);
+      }
+      if (opts.signal?.aborted) return;
+      if (!got) {
+        await sleep(pause, opts.signal);
+        pause = Math.min(2 * pause, 30_000);
+      }
+    }
+  }
 }
+
+/** What eventSource needs of an EventSource (the browser's, or a Node package's). */
+export interface EventSourceLike {
+  addEventListener(type: string, listener: (ev: { data: string; lastEventId: string }) => void): void;
+  onerror: ((ev: unknown) => void) | null;
+  close(): void;
+}
+export type EventSourceConstructor = new (url: string) => EventSourceLike;
+
+/** The types of the stream's events (docs/api.md, Live streams). */
+export const streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"] as const;
 
 /** The events of a Server-Sent Events body. */
 async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: string; type: string; data: string }> {

@@ -1,5 +1,6 @@
 // The TypeScript SDK against the real binary (built from this repository, or ROOKERY_BIN): node --test.
 import { test, before, after } from "node:test";
+import { EventSource } from "eventsource";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -197,4 +198,59 @@ test("the stream resumes with Last-Event-ID after its connection drops: every fe
   stop.abort();
   await reading;
   assert.deepEqual(got, want);
+});
+
+test("the EventSource stream opens with single-use tickets and resumes after its connection drops: every feed.post once, in order", async () => {
+  const base = await serve();
+  const server = sdk(base, mintServerToken(secret, "app"));
+  for (const u of ["fay", "gus"]) Rookery.check(await server.api.PUT("/v1/users/{id}", { params: { path: { id: u } }, body: { username: `${u}_ts` } }));
+  const gus = sdk(base, mintUserToken(secret, "gus"));
+  Rookery.check(await gus.api.PUT("/v1/users/{id}/following/{target}", { params: { path: { id: "gus", target: "fay" } } }));
+  // An EventSource (the eventsource package, as a browser's) whose connections the test can cut,
+  // and that records the URLs it opened: tickets, never a token.
+  const live = [], urls = [];
+  class CuttableEventSource extends EventSource {
+    constructor(url) {
+      urls.push(url);
+      super(url, {
+        // A dropped connection, as a browser sees one: the body fails (an abort would read as the
+        // EventSource's own close).
+        fetch: async (input, init) => {
+          const resp = await fetch(input, init);
+          const reader = resp.body.getReader();
+          let ctl;
+          const body = new ReadableStream({
+            start(c) { ctl = c; },
+            async pull(c) { const { value, done } = await reader.read(); if (done) c.close(); else c.enqueue(value); },
+            cancel(reason) { return reader.cancel(reason); },
+          });
+          live.push({ abort: () => { ctl.error(new TypeError("connection reset")); reader.cancel().catch(() => {}); } });
+          return new Response(body, { status: resp.status, headers: resp.headers });
+        },
+      });
+    }
+  }
+  const stop = new AbortController();
+  const got = [];
+  const reading = (async () => {
+    for await (const ev of gus.eventSource({ signal: stop.signal, EventSource: CuttableEventSource })) if (ev.type === "feed.post") got.push(ev.data.post.id);
+  })();
+  const fay = sdk(base, mintUserToken(secret, "fay"));
+  const want = [];
+  await new Promise((r) => setTimeout(r, 300));
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 2; i++) want.push(Rookery.check(await fay.api.POST("/v1/posts", { body: { text: `post ${want.length}` } })).id);
+    await eventually(`round ${round}: the first post`, () => got.length >= 2 * round + 1);
+    for (const c of live.splice(0)) c.abort(); // cut the stream
+    await eventually(`round ${round}: the second post, after the resume`, () => got.length >= 2 * round + 2);
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  stop.abort();
+  await reading;
+  assert.deepEqual(got, want);
+  assert.ok(urls.length >= 4, `${urls.length} connections`);
+  const tickets = urls.map((u) => new URL(u).searchParams.get("ticket"));
+  assert.equal(new Set(tickets).size, urls.length, "a ticket used twice");
+  assert.ok(urls.every((u) => !u.includes("Bearer") && !/eyJ/.test(u)), "a token in a URL");
+  assert.ok(urls.slice(1).every((u) => new URL(u).searchParams.get("last_event_id")), "a reconnection without the last id");
 });
