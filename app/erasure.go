@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -120,7 +121,7 @@ func (a *App) DeleteUser(ctx context.Context, id string) error {
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {
 	gone := map[string]bool{}
 	var keys []table.Key
-	for _, id := range ids {
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) { // DynamoDB refuses a key twice
 		if rookery.ValidUserID(id) {
 			keys = append(keys, userKey(id))
 		}

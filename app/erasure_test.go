@@ -1,0 +1,158 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/internal/testtable"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
+	"github.com/rookery/rookery/timeline/tablestore"
+)
+
+// crashingTable fails every write after the first budget of them, as a process that dies there:
+// what was written stays written, nothing after it is.
+type crashingTable struct {
+	table.Table
+	budget atomic.Int64 // writes left; negative: no limit
+}
+
+func (c *crashingTable) write() error {
+	if c.budget.Load() < 0 || c.budget.Add(-1) >= 0 {
+		return nil
+	}
+	return rookery.E("crashingTable", rookery.Unavailable, "the process died here")
+}
+
+func (c *crashingTable) Put(ctx context.Context, it table.Item, conds ...table.Cond) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Table.Put(ctx, it, conds...)
+}
+
+func (c *crashingTable) Delete(ctx context.Context, k table.Key, conds ...table.Cond) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Table.Delete(ctx, k, conds...)
+}
+
+func (c *crashingTable) TransactWrite(ctx context.Context, ws []table.Write) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Table.TransactWrite(ctx, ws)
+}
+
+// TestErasureResumesAfterACrash deletes an account with something of every kind, and runs its
+// erasure so that it dies after a few writes, again and again, each time from the redelivered
+// event (as the pipeline would hand it over after a crash), until one run completes: then nothing
+// of the account is stored, and everything of the others is.
+func TestErasureResumesAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	tab := &crashingTable{Table: backends["pebble"](t)}
+	tab.budget.Store(-1)
+	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: 50}})
+	a := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl}).a // no pipeline: the test hands events over
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	for _, u := range []string{"doomed", "bob", "cy"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.Create(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(u, text string) string {
+		p, _, err := a.CreatePost(as(u), app.PostInput{Text: text})
+		must(err)
+		return p.ID
+	}
+	var doomedPosts []string
+	for i := range 12 {
+		doomedPosts = append(doomedPosts, post("doomed", fmt.Sprintf("post %d #erase", i)))
+	}
+	bobPost := post("bob", "bob's")
+	for _, f := range [][2]string{{"doomed", "bob"}, {"bob", "doomed"}, {"cy", "doomed"}, {"cy", "bob"}} {
+		_, err := a.Follow(server, f[0], f[1])
+		must(err)
+	}
+	must(a.LikePost(as("doomed"), bobPost, "doomed"))
+	must(a.LikePost(as("bob"), doomedPosts[0], "bob"))
+	_, _, err := a.AddComment(as("doomed"), bobPost, app.CommentInput{Text: "hi"})
+	must(err)
+	_, _, err = a.AddComment(as("cy"), bobPost, app.CommentInput{Text: "hey"})
+	must(err)
+	must(a.Mute(server, "doomed", "cy"))
+	must(a.Block(server, "bob", "doomed"))
+
+	must(a.DeleteUser(as("doomed"), "doomed"))
+	payload, _ := json.Marshal(app.UserDeletedPayload{UserID: "doomed", Username: "doomed_x", At: rookery.Time{Time: time.Now()}})
+	ev := rookery.Event{ID: "ERASE1", Type: app.UserDeleted, Version: 1, Key: "user:doomed", Payload: payload}
+
+	crashes := 0
+	for {
+		tab.budget.Store(3) // each run gets three writes done before it dies
+		if crashes > 100 {
+			t.Fatal("the erasure does not get anywhere across crashes")
+		}
+		err := a.ApplyErasure(ctx, ev)
+		if err == nil {
+			break
+		}
+		if !rookery.IsKind(err, rookery.Unavailable) {
+			t.Fatal(err)
+		}
+		crashes++
+	}
+	tab.budget.Store(-1)
+	if crashes < 5 {
+		t.Fatalf("the erasure died only %d times: the test no longer crashes it part way", crashes)
+	}
+
+	for _, q := range []table.Query{
+		{PK: "USER#doomed", Index: "GSI1"}, {PK: "COMMENTS#doomed", Index: "GSI1"}, {PK: "LIKED#doomed", Index: "GSI1"},
+		{PK: "FOLLOWING#doomed", Index: "GSI1"}, {PK: "FOLLOWEE#doomed", Index: "GSI3"}, {PK: "BLOCKED#doomed", Index: "GSI3"},
+		{PK: "MUTE#doomed"}, {PK: "TAG#erase", Index: "GSI2"}, {PK: "POST#" + doomedPosts[0]},
+	} {
+		p, err := tab.Query(ctx, q)
+		must(err)
+		if len(p.Items) > 0 {
+			t.Fatalf("after %d crashes and a completed erasure, %s %s still holds %v", crashes, q.Index, q.PK, p.Items)
+		}
+	}
+	if ok, err := tl.Exists(ctx, "doomed"); err != nil || ok {
+		t.Fatalf("the erased user's timeline: exists %v, %v", ok, err)
+	}
+	// The others keep theirs: bob's post with cy's comment, cy's follow of bob, bob's block is gone
+	// with its target.
+	for _, k := range []struct {
+		q    table.Query
+		want int
+	}{
+		{table.Query{PK: "POST#" + bobPost, SK: table.SKCond{Op: table.SKBeginsWith, Value: "COMMENT#"}}, 1},
+		{table.Query{PK: "FOLLOWING#cy", Index: "GSI1"}, 1},
+		{table.Query{PK: "BLOCK#bob"}, 0},
+		{table.Query{PK: "USER#bob", Index: "GSI1"}, 1},
+	} {
+		p, err := tab.Query(ctx, k.q)
+		must(err)
+		if len(p.Items) != k.want {
+			t.Fatalf("%s %s holds %d items after the erasure; want %d: %v", k.q.Index, k.q.PK, len(p.Items), k.want, p.Items)
+		}
+	}
+}
