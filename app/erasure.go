@@ -20,7 +20,8 @@ import (
 // so that counters, timelines, leaderboards and streams follow:
 //
 //	what                                how it is found                   how it goes
-//	posts, and others' likes and comments on them
+//	posts (the live ones: a post deleted before keeps what others left on it, as any deleted
+//	post does), and others' likes and comments on them
 //	                                    GSI1 USER#<u>; POST#<post>        removePost (PostDeleted); deleted
 //	comments                            GSI1 COMMENTS#<u>                 removeComment (CommentDeleted)
 //	likes                               GSI1 LIKED#<u>                    removeLike (LikeDeleted)

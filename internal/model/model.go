@@ -62,9 +62,10 @@ func (m *Model) AddUser(id string) { m.users[id] = true }
 func (m *Model) Gone(id string) bool { exists, known := m.users[id]; return known && !exists }
 
 // DeleteUser records that account u was deleted: from then on nothing of u's shows anywhere. Their
-// posts are deleted; their follows (both ways), blocks and mutes (both ways), likes and comments
-// are gone, and so is every notification they caused or received. A deleted user's name mentions
-// nobody.
+// posts are deleted with the likes and comments others left on them (a post u had deleted before
+// keeps those, as anyone's deleted post does: no index leads to it); their follows (both ways),
+// blocks and mutes (both ways), likes and comments are gone, and so is every notification they
+// caused or received. A deleted user's name mentions nobody.
 func (m *Model) DeleteUser(u string) {
 	m.users[u] = false
 	for _, rel := range []map[Pair]bool{m.Follows, m.Blocks, m.Mutes} {
@@ -75,7 +76,7 @@ func (m *Model) DeleteUser(u string) {
 		}
 	}
 	for _, p := range m.posts {
-		if p.Author == u { // erased with what others left on it
+		if p.Author == u && !p.Deleted { // erased with what others left on it
 			p.Deleted, p.Likes, p.Comments = true, map[string]bool{}, nil
 		}
 		delete(p.Likes, u)

@@ -25,6 +25,9 @@ func TestDeleteUser(t *testing.T) {
 	m.Like("p1", "bob")
 	m.Comment("p2", "ann", "c1")
 	m.Comment("p1", "bob", "c2")
+	m.CreatePost("p0", "ann", "old", false, "2026-11-25T09:00:00.000Z")
+	m.Comment("p0", "bob", "c0")
+	m.Delete("p0") // deleted before the account: bob's comment on it stays, as on anyone's deleted post
 
 	m.DeleteUser("ann")
 
@@ -50,7 +53,7 @@ func TestDeleteUser(t *testing.T) {
 		t.Fatalf("bob's notifications %v %v", req, opt)
 	}
 	// bob's like and comment were on ann's post: they went with it.
-	want := map[string][]string{"post": {"p2"}, "following": {}, "follower": {}, "comment": {}, "like": {},
+	want := map[string][]string{"post": {"p2"}, "following": {}, "follower": {}, "comment": {"c0"}, "like": {},
 		"block": {"cy"}, "mute": {}}
 	if diff := cmp.Diff(want, m.Export("bob")); diff != "" {
 		t.Fatalf("bob's export (-want +got):\n%s", diff)
