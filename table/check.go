@@ -405,6 +405,31 @@ func CheckWrites(op rookery.Op, schema Schema, writes []Write) ([]Write, error) 
 	return out, nil
 }
 
+// CheckBatchWrites validates writes for BatchWrite: puts and deletes without conditions, each key
+// once, each write as CheckWrites checks it. It returns the writes as CheckWrites does.
+func CheckBatchWrites(op rookery.Op, schema Schema, writes []Write) ([]Write, error) {
+	seen := make(map[Key]bool, len(writes))
+	for i, w := range writes {
+		if w.Kind != WritePut && w.Kind != WriteDelete || len(w.Conds) > 0 {
+			return nil, rookery.Errorf(op, rookery.Invalid, "write %d: a batch takes puts and deletes without conditions", i)
+		}
+		if k := w.key(); seen[k] {
+			return nil, rookery.Errorf(op, rookery.Invalid, "batch writes key (%q, %q) twice", k.PK, k.SK)
+		} else {
+			seen[k] = true
+		}
+	}
+	out := make([]Write, 0, len(writes))
+	for chunk := range slices.Chunk(writes, MaxTransact) {
+		checked, err := CheckWrites(op, schema, chunk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, checked...)
+	}
+	return out, nil
+}
+
 // CheckQuery validates q against schema and returns the index it names (the zero Index for the
 // base table) and its effective limit.
 func CheckQuery(op rookery.Op, schema Schema, q Query) (Index, int, error) {

@@ -54,5 +54,10 @@ func (o *observed) TransactWrite(ctx context.Context, writes []Write) (err error
 	return o.t.TransactWrite(ctx, writes)
 }
 
+func (o *observed) BatchWrite(ctx context.Context, writes []Write) (err error) {
+	defer func(start time.Time) { o.done("BatchWrite", start, err) }(time.Now())
+	return o.t.BatchWrite(ctx, writes)
+}
+
 func (o *observed) Ping(ctx context.Context) error { return o.t.Ping(ctx) }
 func (o *observed) Close() error                   { return o.t.Close() }

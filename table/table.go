@@ -164,6 +164,14 @@ type Table interface {
 	// MaxItemBytes is TooLarge.
 	TransactWrite(ctx context.Context, writes []Write) error
 
+	// BatchWrite applies puts and deletes without conditions, each atomically on its own but not
+	// together: a reader may see some before others, and after an error some may have been applied
+	// and others not. It is for writes each of which stands alone and may be repeated (timeline
+	// entries): on DynamoDB it costs half the write units of a transaction. Any number of writes
+	// (the backend sends them in chunks); an update, a condition check, a write with a condition,
+	// two writes to one key, or a malformed write is Invalid; an item over MaxItemBytes is TooLarge.
+	BatchWrite(ctx context.Context, writes []Write) error
+
 	// Ping checks that the engine answers; /readyz calls it.
 	Ping(ctx context.Context) error
 

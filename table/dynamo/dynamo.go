@@ -111,7 +111,7 @@ func (d *DB) record(op string, ccs ...types.ConsumedCapacity) {
 
 func isWrite(op string) bool {
 	switch op {
-	case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems":
+	case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
 		return true
 	}
 	return false
@@ -251,6 +251,46 @@ func (d *DB) BatchGet(ctx context.Context, keys []table.Key) ([]table.Item, erro
 		items[i] = found[k]
 	}
 	return items, nil
+}
+
+// maxBatchWrite is the most writes one BatchWriteItem takes.
+const maxBatchWrite = 25
+
+// BatchWrite implements table.Table: BatchWriteItem, maxBatchWrite writes a call, sending what
+// DynamoDB left unprocessed again after a backoff.
+func (d *DB) BatchWrite(ctx context.Context, writes []table.Write) error {
+	const op rookery.Op = "dynamo.BatchWrite"
+	writes, err := table.CheckBatchWrites(op, d.opts.Schema, writes)
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(writes, maxBatchWrite) {
+		request := make([]types.WriteRequest, len(chunk))
+		for i, w := range chunk {
+			if w.Kind == table.WritePut {
+				request[i].PutRequest = &types.PutRequest{Item: toAVMap(w.Item)}
+			} else {
+				request[i].DeleteRequest = &types.DeleteRequest{Key: keyAV(w.Key)}
+			}
+		}
+		for attempt := 0; len(request) > 0; attempt++ {
+			if attempt > 0 {
+				if err := backoff(ctx, attempt); err != nil {
+					return rookery.E(op, rookery.Unavailable, "unprocessed writes remain", err)
+				}
+			}
+			out, err := d.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems:           map[string][]types.WriteRequest{d.opts.Table: request},
+				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			})
+			if err != nil {
+				return translate(op, err)
+			}
+			d.record("BatchWriteItem", out.ConsumedCapacity...)
+			request = out.UnprocessedItems[d.opts.Table]
+		}
+	}
+	return nil
 }
 
 // backoff sleeps before retry attempt n (1, 2, ...): exponential from 25 ms, capped at 2 s, with full

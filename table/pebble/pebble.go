@@ -337,6 +337,26 @@ func (d *DB) TransactWrite(ctx context.Context, writes []table.Write) error {
 	return d.transact(ctx, "pebble.TransactWrite", writes, nil, syncFor(ctx))
 }
 
+// BatchWrite implements table.Table: a transaction per MaxTransact writes (each chunk is atomic,
+// more than the interface promises).
+func (d *DB) BatchWrite(ctx context.Context, writes []table.Write) error {
+	return d.batchWrite(ctx, writes, syncFor(ctx))
+}
+
+func (d *DB) batchWrite(ctx context.Context, writes []table.Write, sync *cpebble.WriteOptions) error {
+	const op rookery.Op = "pebble.BatchWrite"
+	writes, err := table.CheckBatchWrites(op, d.schema, writes)
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(writes, table.MaxTransact) {
+		if err := d.transact(ctx, op, chunk, nil, sync); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // syncFor returns how the writes under ctx are committed: synced unless table.WithoutSync
 // waived it.
 func syncFor(ctx context.Context) *cpebble.WriteOptions {
@@ -369,6 +389,10 @@ func (u unsynced) Update(ctx context.Context, k table.Key, up table.Update, cond
 
 func (u unsynced) TransactWrite(ctx context.Context, writes []table.Write) error {
 	return u.transact(ctx, "pebble.TransactWrite", writes, nil, cpebble.NoSync)
+}
+
+func (u unsynced) BatchWrite(ctx context.Context, writes []table.Write) error {
+	return u.batchWrite(ctx, writes, cpebble.NoSync)
 }
 
 // transact is every write: it validates, locks every key's stripe, reads each current item, checks

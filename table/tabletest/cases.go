@@ -1050,3 +1050,59 @@ func testPing(e *env) {
 		e.t.Fatal(err)
 	}
 }
+
+func testBatchWrite(e *env) {
+	// More writes than a transaction takes, and than many of DynamoDB's batches, each in GSI1.
+	var writes []table.Write
+	for i := range 130 {
+		sk := fmt.Sprintf("%03d", i)
+		writes = append(writes, table.PutWrite(item("bw", sk, "GSI1PK", "BW", "GSI1SK", sk, "n", int64(i))))
+	}
+	if err := e.tab.BatchWrite(ctx, writes); err != nil {
+		e.t.Fatal(err)
+	}
+	if got := e.all(table.Query{PK: "bw"}, 1000, table.SK); len(got) != 130 {
+		e.t.Fatalf("a batch of 130 puts wrote %d", len(got))
+	}
+	if n := e.get(key("bw", "129")).Int("n"); n != 129 {
+		e.t.Fatalf("item 129 holds n=%d", n)
+	}
+	// Puts and deletes together: an overwrite moves the item's index entry, a delete of an absent
+	// item succeeds.
+	err := e.tab.BatchWrite(ctx, []table.Write{
+		table.PutWrite(item("bw", "000", "GSI1PK", "BW2", "GSI1SK", "x")),
+		table.DeleteWrite(key("bw", "001")),
+		table.DeleteWrite(key("bw", "nothing")),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantAbsent(key("bw", "001"))
+	e.eventually("the index after the batch", func() error {
+		if got := e.all(table.Query{Index: "GSI1", PK: "BW"}, 1000, table.SK); len(got) != 128 || got[0] != "002" {
+			return fmt.Errorf("GSI1 BW holds %d items from %v; want 128 from 002", len(got), got[:min(len(got), 1)])
+		}
+		if got := e.all(table.Query{Index: "GSI1", PK: "BW2"}, 1000, table.SK); !slices.Equal(got, []string{"000"}) {
+			return fmt.Errorf("GSI1 BW2 holds %v; want [000]", got)
+		}
+		return nil
+	})
+	// Only puts and deletes without conditions, each key once, each write well formed.
+	for _, c := range []struct {
+		what   string
+		writes []table.Write
+	}{
+		{"an update", []table.Write{table.UpdateWrite(key("bw", "x"), table.Update{Set: map[string]any{"a": "b"}})}},
+		{"a condition check", []table.Write{table.CheckWrite(key("bw", "002"), table.Exists(table.PK))}},
+		{"a put with a condition", []table.Write{table.PutWrite(item("bw", "x"), table.NotExists(table.PK))}},
+		{"one key twice", []table.Write{table.PutWrite(item("bw", "x")), table.DeleteWrite(key("bw", "x"))}},
+		{"a malformed put", []table.Write{table.PutWrite(item("bw", "y")), table.PutWrite(item("", "s"))}},
+	} {
+		e.wantKind(c.what, e.tab.BatchWrite(ctx, c.writes), rookery.Invalid)
+	}
+	e.wantAbsent(key("bw", "x"))
+	e.wantAbsent(key("bw", "y"))
+	if err := e.tab.BatchWrite(ctx, nil); err != nil {
+		e.t.Fatalf("a batch of no writes: %v", err)
+	}
+}

@@ -77,6 +77,7 @@ func Run(t *testing.T, open Factory) {
 		{"a transaction writes all or nothing and names the failed condition", testTransactAtomic},
 		{"transactions of 100 writes work, and larger or duplicate ones are invalid", testTransactLimits},
 		{"concurrent transactions keep an invariant across items", testTransactConcurrent},
+		{"batches write any number of puts and deletes, and nothing but those", testBatchWrite},
 		{"immutable puts written again keep one item and one index entry; immutable deletes remove both", testImmutablePuts},
 		{"expired items are invisible at once to every read and condition", testTTL},
 		{"ping answers", testPing},

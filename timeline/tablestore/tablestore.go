@@ -139,7 +139,7 @@ func checkUser(op rookery.Op, user string) error {
 }
 
 // Push implements timeline.Store. The users are taken 100 at a time (a batch read of their markers,
-// one transaction of entries), the batches concurrently, so that their synced commits share a sync.
+// one batch write of entries), the batches concurrently, so that their synced commits share a sync.
 func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "tablestore.Push"
 	for _, u := range users {
@@ -168,7 +168,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 			}
 		}
 		if len(writes) > 0 {
-			if err := s.t.TransactWrite(ctx, writes); err != nil {
+			if err := s.t.BatchWrite(ctx, writes); err != nil {
 				return err
 			}
 		}
@@ -403,13 +403,16 @@ func (s *Store) Delete(ctx context.Context, user string) error {
 	return s.deleteWhere(ctx, s.entries(user, false), func(table.Item) bool { return true })
 }
 
-// write commits writes in transactions of up to MaxTransact, concurrently.
+// write commits writes (entry puts and deletes: each stands alone and may be repeated) in
+// batches of up to MaxTransact, concurrently. Batches, not transactions: on DynamoDB an entry then
+// costs half the write units; no invariant of a timeline needs its entries written together (the
+// floor is raised before trims delete, and a build is published by its marker, after its entries).
 func (s *Store) write(ctx context.Context, writes []table.Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
 	return concurrently(slices.Collect(slices.Chunk(writes, table.MaxTransact)), func(ws []table.Write) error {
-		return s.t.TransactWrite(ctx, ws)
+		return s.t.BatchWrite(ctx, ws)
 	})
 }
 
