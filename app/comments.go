@@ -131,28 +131,9 @@ func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Pag
 	if err != nil {
 		return Page[Comment]{}, err
 	}
-	var keys []table.Key
-	seen := map[string]bool{}
-	for _, it := range q.Items {
-		if id := it.String("author_id"); !seen[id] {
-			seen[id] = true
-			keys = append(keys, userKey(id))
-		}
-	}
-	users, gone := map[string]rookery.Author{}, map[string]bool{}
-	if len(keys) > 0 {
-		got, err := a.table.BatchGet(ctx, keys)
-		if err != nil {
-			return Page[Comment]{}, err
-		}
-		for _, u := range got {
-			if u != nil {
-				users[u.String("id")] = authorOf(u)
-			}
-			if userGone(u) {
-				gone[u.String("id")] = true
-			}
-		}
+	users, gone, err := a.usersOf(ctx, q.Items, "author_id")
+	if err != nil {
+		return Page[Comment]{}, err
 	}
 	out := Page[Comment]{Items: make([]Comment, 0, len(q.Items)), Next: q.Next}
 	for _, it := range q.Items {

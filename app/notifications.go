@@ -251,24 +251,9 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	if err != nil {
 		return Page[Notification]{}, err
 	}
-	var keys []table.Key
-	for _, it := range p.Items {
-		keys = append(keys, userKey(it.String("actor_id")))
-	}
-	actors, gone := map[string]rookery.Author{}, map[string]bool{}
-	if len(keys) > 0 {
-		got, err := a.table.BatchGet(ctx, keys)
-		if err != nil {
-			return Page[Notification]{}, err
-		}
-		for _, u := range got {
-			if u != nil {
-				actors[u.String("id")] = authorOf(u)
-			}
-			if userGone(u) {
-				gone[u.String("id")] = true
-			}
-		}
+	actors, gone, err := a.usersOf(ctx, p.Items, "actor_id")
+	if err != nil {
+		return Page[Notification]{}, err
 	}
 	out := Page[Notification]{Items: make([]Notification, 0, len(p.Items)), Next: p.Next}
 	for _, it := range p.Items {

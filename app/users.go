@@ -215,6 +215,37 @@ func (a *App) UserByUsername(ctx context.Context, username string) (rookery.User
 	return a.User(ctx, claim.String("user_id"))
 }
 
+// usersOf reads the users that the attribute attr of items names, each once, in one batch read (a
+// page's items: at most MaxBatchGet users): the authors to show, and which are deleted users,
+// whose items a list does not show until the erasure has deleted them.
+func (a *App) usersOf(ctx context.Context, items []table.Item, attr string) (authors map[string]rookery.Author, gone map[string]bool, err error) {
+	authors, gone = map[string]rookery.Author{}, map[string]bool{}
+	var keys []table.Key
+	seen := map[string]bool{}
+	for _, it := range items {
+		if id := it.String(attr); !seen[id] {
+			seen[id] = true
+			keys = append(keys, userKey(id))
+		}
+	}
+	if len(keys) == 0 {
+		return authors, gone, nil
+	}
+	got, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, u := range got {
+		switch {
+		case userGone(u):
+			gone[u.String("id")] = true
+		case u != nil:
+			authors[u.String("id")] = authorOf(u)
+		}
+	}
+	return authors, gone, nil
+}
+
 func userFromItem(it table.Item) rookery.User {
 	return rookery.User{
 		ID:             it.String("id"),
