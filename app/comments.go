@@ -81,8 +81,8 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	if err != nil {
 		return c, false, err
 	}
-	user, err := a.table.Get(ctx, userKey(author))
-	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(user) {
+	user, err := a.liveUser(ctx, author)
+	if rookery.IsKind(err, rookery.NotFound) {
 		return c, false, rookery.E(op, rookery.NotFound, "the author is not a user")
 	} else if err != nil {
 		return c, false, err

@@ -117,6 +117,15 @@ func (a *App) DeleteUser(ctx context.Context, id string) error {
 	return rookery.E(op, rookery.Conflict, "the user is being changed concurrently; retry")
 }
 
+// liveUser reads user id: NotFound if there is none or it is a deleted user's tombstone.
+func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
+	it, err := a.table.Get(ctx, userKey(id))
+	if err == nil && userGone(it) {
+		return nil, rookery.E("app.liveUser", rookery.NotFound, "user deleted")
+	}
+	return it, err
+}
+
 // goneUsers returns which of ids are deleted users (tombstones), with one batch read. Unknown ids
 // are not gone: they never were.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {

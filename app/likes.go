@@ -47,7 +47,7 @@ func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (
 	if err := actAs(ctx, op, user); err != nil {
 		return rookery.Post{}, err
 	}
-	if u, err := a.table.Get(ctx, userKey(user)); rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(u) {
+	if _, err := a.liveUser(ctx, user); rookery.IsKind(err, rookery.NotFound) {
 		return rookery.Post{}, rookery.E(op, rookery.NotFound, "user not found")
 	} else if err != nil {
 		return rookery.Post{}, err

@@ -207,8 +207,8 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err := fe.Err(op); err != nil {
 		return p, false, err
 	}
-	user, err := a.table.Get(ctx, userKey(author))
-	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(user) {
+	user, err := a.liveUser(ctx, author)
+	if rookery.IsKind(err, rookery.NotFound) {
 		return p, false, rookery.E(op, rookery.NotFound, "the author is not a user")
 	} else if err != nil {
 		return p, false, err
@@ -273,8 +273,8 @@ func nonNil(l []string) []string {
 
 // authorByID reads user id as an author; a user who is gone is just their id.
 func (a *App) authorByID(ctx context.Context, id string) (rookery.Author, error) {
-	u, err := a.table.Get(ctx, userKey(id))
-	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(u) {
+	u, err := a.liveUser(ctx, id)
+	if rookery.IsKind(err, rookery.NotFound) {
 		return rookery.Author{ID: id}, nil
 	} else if err != nil {
 		return rookery.Author{}, err

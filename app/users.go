@@ -186,8 +186,8 @@ func (a *App) User(ctx context.Context, id string) (rookery.User, error) {
 	if _, err := caller(ctx, op); err != nil {
 		return rookery.User{}, err
 	}
-	it, err := a.table.Get(ctx, userKey(id))
-	if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(it) {
+	it, err := a.liveUser(ctx, id)
+	if rookery.IsKind(err, rookery.NotFound) {
 		return rookery.User{}, rookery.E(op, rookery.NotFound, "user not found")
 	}
 	if err != nil {

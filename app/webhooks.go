@@ -546,8 +546,8 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
-		it, err := a.table.Get(ctx, userKey(p.UserID))
-		if rookery.IsKind(err, rookery.NotFound) || err == nil && userGone(it) {
+		it, err := a.liveUser(ctx, p.UserID)
+		if rookery.IsKind(err, rookery.NotFound) {
 			return "", nil, nil
 		} else if err != nil {
 			return "", nil, err
