@@ -219,6 +219,21 @@ func (a *App) writeWithEvent(ctx context.Context, writes []table.Write, evs ...r
 	return nil
 }
 
+// GroupTypes are the event types each consumer group handles (the cases of its Apply function; nil:
+// every type). The runner skips the others on every log; on SNS/SQS the queues' filter policies keep
+// them out.
+var GroupTypes = map[string][]string{
+	CountersGroup:        {FollowCreated, FollowDeleted, LikeCreated, LikeDeleted, CommentCreated, CommentDeleted, PostCreated, PostDeleted},
+	NotificationsGroup:   {FollowCreated, LikeCreated, LikeDeleted, CommentCreated, PostCreated, PostEdited},
+	ActivitiesGroup:      {PostCreated, CommentCreated, LikeCreated},
+	LeaderboardsGroup:    {PostCreated, PostDeleted, LikeCreated, LikeDeleted},
+	WebhooksGroup:        nil, // webhookMessage maps most types
+	ErasureGroup:         {UserDeleted, FollowCreated, LikeCreated, CommentCreated, PostCreated, NotificationCreated, BlockCreated, MuteCreated, ActivityRecorded},
+	LiveGroup:            {PostCreated, PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted, ActivityRecorded},
+	FanoutGroup:          {PostCreated},
+	TimelineCleanupGroup: {PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted},
+}
+
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
 	cs := []events.Consumer{
@@ -244,6 +259,9 @@ func (a *App) Consumers() []events.Consumer {
 			events.Consumer{Group: FanoutGroup, Handle: a.ApplyFanout, Concurrency: 8, MaxAttempts: math.MaxInt32},
 			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup, MaxAttempts: math.MaxInt32},
 		)
+	}
+	for i := range cs {
+		cs[i].Types = GroupTypes[cs[i].Group]
 	}
 	if a.unsyncedConsumers {
 		for i := range cs {

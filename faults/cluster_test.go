@@ -145,6 +145,8 @@ type services struct {
 	natsURL  string
 	redis    *proc
 	redisAdr string
+	sqs      *proc // with -faults.events sqs: fauxqs, by scripts/sqs-local.sh; paused, never restarted
+	sqsEP    string
 }
 
 // startServices starts the three servers on free ports, for the whole test. NATS is the server of
@@ -179,6 +181,23 @@ func startServices(t *testing.T, dir string) *services {
 		dp.Signal(syscall.SIGCONT)
 		exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", fmt.Sprint(pid)).Run()
 	})
+
+	if *eventsFlag == "sqs" {
+		out, err := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "sqs-local.sh"), "start").Output()
+		if err != nil {
+			t.Fatalf("starting the SNS/SQS emulator: %v", err)
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(out), &s.sqsEP, &pid); err != nil {
+			t.Fatalf("sqs-local.sh start printed %q", out)
+		}
+		sp, _ := os.FindProcess(pid)
+		s.sqs = &proc{name: "fauxqs", cmd: &exec.Cmd{Process: sp}}
+		t.Cleanup(func() {
+			sp.Signal(syscall.SIGCONT)
+			exec.Command("bash", filepath.Join(repoRoot(), "scripts", "sqs-local.sh"), "stop", fmt.Sprint(pid)).Run()
+		})
+	}
 
 	natsPort := freePort(t)
 	s.natsURL = "nats://127.0.0.1:" + natsPort
@@ -302,7 +321,7 @@ func startDeployment(t *testing.T, bin, dir string, s *services, tag string, api
 		"ROOKERY_STORE=dynamo", "ROOKERY_DYNAMO_ENDPOINT=" + s.dynamoEP, "ROOKERY_DYNAMO_TABLE=" + tag,
 		"ROOKERY_DYNAMO_REGION=us-east-1", "ROOKERY_AWS_ACCESS_KEY_ID=test", "ROOKERY_AWS_SECRET_ACCESS_KEY=test",
 		"ROOKERY_AUTH_SECRET=" + string(secret),
-		"ROOKERY_EVENTS=nats", "ROOKERY_NATS_URL=" + s.natsURL, "ROOKERY_NATS_PREFIX=" + tag, "ROOKERY_EVENT_PARTITIONS=2",
+		"ROOKERY_NATS_URL=" + s.natsURL, "ROOKERY_NATS_PREFIX=" + tag, "ROOKERY_EVENT_PARTITIONS=2",
 		"ROOKERY_NATS_LEASE_TTL=2s",
 		"ROOKERY_TIMELINES=redis", "ROOKERY_CACHE=redis", "ROOKERY_REDIS_ADDR=" + s.redisAdr, "ROOKERY_REDIS_PREFIX=" + tag,
 		"ROOKERY_LOG_LEVEL=" + *logLevelFlag,
@@ -310,6 +329,14 @@ func startDeployment(t *testing.T, bin, dir string, s *services, tag string, api
 		// past what the rate limits allow one user (cmd's TestRateLimitsEndToEnd tests those).
 		"ROOKERY_RATE_READ=off", "ROOKERY_RATE_WRITE=off", "ROOKERY_RATE_EXPENSIVE=off",
 	}}
+	if s.sqs != nil {
+		// A prefix of at most 20 characters; a long poll of 1 s, so that a stopped process lets go
+		// of its messages soon; batches of 9 (fauxqs reorders a batch of 10: sqs.Options.PublishBatch).
+		d.env = append(d.env, "ROOKERY_EVENTS=sqs", "ROOKERY_SQS_ENDPOINT="+s.sqsEP, "ROOKERY_SQS_REGION=us-east-1",
+			"ROOKERY_SQS_PREFIX="+sqsPrefix(tag), "ROOKERY_SQS_WAIT=1s", "ROOKERY_SNS_PUBLISH_BATCH=9")
+	} else {
+		d.env = append(d.env, "ROOKERY_EVENTS=nats")
+	}
 	d.env = append(d.env, extra...)
 	migrate := exec.Command(bin, "migrate")
 	migrate.Env = append(os.Environ(), d.env...)
@@ -342,6 +369,14 @@ func startDeployment(t *testing.T, bin, dir string, s *services, tag string, api
 		}
 	}
 	return d
+}
+
+// sqsPrefix shortens a deployment's tag to a prefix SQS's queue names leave room for.
+func sqsPrefix(tag string) string {
+	if len(tag) <= 20 {
+		return tag
+	}
+	return "f" + tag[len(tag)-19:]
 }
 
 func (d *deployment) all() []*node { return append(append([]*node{}, d.apis...), d.workers...) }

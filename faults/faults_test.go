@@ -46,6 +46,9 @@ var (
 	soakFlag  = flag.Duration("faults.soak", envDuration("ROOKERY_FAULT_SOAK", 0), "run new seeds until this much time has passed (0: -faults.seeds of them)")
 	usersFlag = flag.Int("faults.users", 8, "users per seed")
 	// The Rookery processes' log level: debug logs every event handled, every fan-out and rebuild.
+	// The deployment's event log: nats (JetStream) or sqs (SNS/SQS on fauxqs, with the stream bus on
+	// Redis: the all-AWS deployment).
+	eventsFlag   = flag.String("faults.events", envString("ROOKERY_FAULT_EVENTS", "nats"), "event log of the deployment: nats or sqs")
 	logLevelFlag = flag.String("faults.log-level", envString("ROOKERY_FAULT_LOG_LEVEL", "warn"), "log level of the Rookery processes (debug logs every event handled)")
 )
 
@@ -255,9 +258,15 @@ func faultEpisodes(t *testing.T, rng *rand.Rand, svc *services, d *deployment, w
 			time.Sleep(ms(0, 300))
 			pause(svc.dynamo, ms(1500, 3000))
 		}},
-		{name: "NATS paused (SIGSTOP)", run: func() { pause(svc.nats, ms(2500, 3500)) }},
-		{name: "NATS restarted", run: func() { svc.restartNATS(t, ms(300, 1500)) }},
 		{name: "DynamoDB Local paused", run: func() { pause(svc.dynamo, ms(1000, 2500)) }},
+	}
+	if svc.sqs != nil {
+		// SNS and SQS are not restarted (AWS's are not; the emulator keeps nothing), but they can stall.
+		es = append(es, episode{name: "SNS/SQS paused (SIGSTOP)", run: func() { pause(svc.sqs, ms(2500, 3500)) }})
+	} else {
+		es = append(es,
+			episode{name: "NATS paused (SIGSTOP)", run: func() { pause(svc.nats, ms(2500, 3500)) }},
+			episode{name: "NATS restarted", run: func() { svc.restartNATS(t, ms(300, 1500)) }})
 	}
 	for _, p := range w.probes {
 		es = append(es, episode{name: "probe " + p[1] + ": Redis lost under a retried fan-out, the first read under a paused DynamoDB", run: func() {

@@ -32,7 +32,10 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/events/sqs"
+	"github.com/rookery/rookery/events/sqs/sqstest"
 	"github.com/rookery/rookery/httpapi"
+	"github.com/rookery/rookery/internal/awsconf"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
@@ -115,12 +118,48 @@ func (f *flakyStore) Ping(ctx context.Context) error {
 
 // The scenario tests run on the store named by ROOKERY_TEST_STORE: pebble (the default) or dynamo
 // (DynamoDB Local; make test runs this package a second time so).
+// With ROOKERY_TEST_EVENTS=sqs their event log is SNS/SQS (fauxqs; make test runs the package a
+// third time so, on DynamoDB Local), as `rookery serve --events sqs` runs it.
 func TestMain(m *testing.M) {
+	run := m.Run
 	if os.Getenv("ROOKERY_TEST_STORE") == "dynamo" {
-		dynamotest.Main(m)
-		return
+		run = func() int { return dynamotest.Run(m) }
 	}
-	os.Exit(m.Run())
+	if onSQS() {
+		os.Exit(sqstest.Run(run))
+	}
+	os.Exit(run())
+}
+
+func onSQS() bool { return os.Getenv("ROOKERY_TEST_EVENTS") == "sqs" }
+
+// openLog opens the fixture's event log: SNS/SQS with ROOKERY_TEST_EVENTS=sqs, else the embedded
+// log (in the store's engine on Pebble, as rookery serve runs it).
+func openLog(t testing.TB, db *pebble.DB) events.Log {
+	t.Helper()
+	if onSQS() {
+		groups := map[string][]string{"audit": nil}
+		for g, types := range app.GroupTypes {
+			groups[g] = types
+		}
+		l, err := sqs.Open(context.Background(), sqs.Options{AWS: awsconf.Options{Endpoint: sqstest.Endpoint(t)},
+			Prefix: sqstest.Prefix(), Groups: groups, WaitTime: time.Second, PublishBatch: 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Destroy(context.Background()) })
+		return l
+	}
+	logOpts := embedded.Options{InMemory: true, Partitions: 2}
+	if db != nil {
+		logOpts = embedded.Options{Engine: db.Engine(), Partitions: 2}
+	}
+	evlog, err := embedded.Open(logOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { evlog.Close() })
+	return evlog
 }
 
 // followerCache is the follower-list cache the fixture's App keeps: on Pebble, as rookery serve.
@@ -148,15 +187,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	// On Pebble, as `rookery serve` runs it: the log in the store's engine, the store appending the
 	// outbox's events in their transactions.
 	db, onPebble := store.Table.(*pebble.DB)
-	logOpts := embedded.Options{InMemory: true, Partitions: 2}
-	if onPebble {
-		logOpts = embedded.Options{Engine: db.Engine(), Partitions: 2}
-	}
-	evlog, err := embedded.Open(logOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { evlog.Close() })
+	evlog := openLog(t, db)
 	logs := &syncWriter{}
 	var n atomic.Int64
 	m := metrics.New()
@@ -165,8 +196,8 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 	hub := &live.Hub{}
 	var dispatcher *webhook.Dispatcher
 	outbox := &events.Outbox{Table: observed, Log: evlog, Shards: 4, Poll: 10 * time.Millisecond}
-	if onPebble {
-		db.SetStager(evlog)
+	if stager, ok := evlog.(*embedded.Log); ok && onPebble {
+		db.SetStager(stager)
 		outbox.Direct = true
 	}
 	application := app.New(app.Deps{Table: observed, Events: evlog, Outbox: outbox, Clock: clock,
@@ -179,7 +210,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		WebhookPolicy:   app.WebhookPolicy{AllowHTTP: !cfg.strictWebhooks, AllowPrivate: !cfg.strictWebhooks},
 		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) },
 		// As rookery serve sets them on the embedded store.
-		UnsyncedConsumers: onPebble, FollowerCacheIDs: followerCache(onPebble), IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
+		UnsyncedConsumers: outbox.Direct, FollowerCacheIDs: followerCache(onPebble), IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
 	dispatcher = webhook.New(webhook.Options{Queue: application, Concurrency: 4, Timeout: 500 * time.Millisecond,
 		Retries: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, Poll: 20 * time.Millisecond,
 		AllowPrivate: !cfg.strictWebhooks && !cfg.refusePrivateDial, Observe: m.ObserveWebhook, Backlog: m.SetWebhookBacklog,

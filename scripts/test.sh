@@ -7,8 +7,10 @@
 #   NATS            nats-server built from the Go module that go.mod names as a tool
 #   Redis           redis-server from the distribution (installed with apt-get when missing, as root)
 #   PostgreSQL      initdb/pg_ctl from the distribution (likewise), a cluster in a temporary directory
+#   SNS/SQS         fauxqs, an emulator, installed once into ~/.cache/rookery (npm, with its own Node 22)
 # A server already running may be used instead through ROOKERY_TEST_DYNAMO_ENDPOINT,
-# ROOKERY_TEST_NATS_URL, ROOKERY_TEST_REDIS_ADDR and ROOKERY_TEST_POSTGRES_URL.
+# ROOKERY_TEST_NATS_URL, ROOKERY_TEST_REDIS_ADDR, ROOKERY_TEST_POSTGRES_URL and
+# ROOKERY_TEST_SQS_ENDPOINT.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestConformance ./table/...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +72,14 @@ if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
 	stops+=("scripts/dynamodb-local.sh stop $pid")
 	export ROOKERY_TEST_DYNAMO_ENDPOINT=$endpoint
 	echo "   $endpoint (pid $pid)"
+fi
+
+if [ -z "${ROOKERY_TEST_SQS_ENDPOINT:-}" ]; then
+	echo "== starting the SNS/SQS emulator (fauxqs)"
+	read -r endpoint pid < <(scripts/sqs-local.sh start)
+	stops+=("scripts/sqs-local.sh stop $pid")
+	export ROOKERY_TEST_SQS_ENDPOINT=$endpoint
+	echo "   $ROOKERY_TEST_SQS_ENDPOINT"
 fi
 
 if [ -z "${ROOKERY_TEST_NATS_URL:-}" ]; then
@@ -141,10 +151,19 @@ if [ $# -eq 0 ]; then
 	echo "== ROOKERY_TEST_STORE=dynamo go test -race ./httpapi (scenario tests on DynamoDB Local)"
 	ROOKERY_TEST_STORE=dynamo go test -race -count=1 ./httpapi
 
+	# And on the all-AWS pipeline: DynamoDB Local and the event log on SNS/SQS (fauxqs).
+	echo "== ROOKERY_TEST_STORE=dynamo ROOKERY_TEST_EVENTS=sqs go test ./httpapi (scenario tests on DynamoDB Local and SNS/SQS)"
+	ROOKERY_TEST_STORE=dynamo ROOKERY_TEST_EVENTS=sqs go test -count=1 -timeout 30m ./httpapi
+
 	# The fault test of the scaled-out deployment: the saved failing seeds and ROOKERY_FAULT_SEEDS
 	# new ones (default 1); `make soak` runs it for longer.
 	echo "== go test ./faults (the scale-out deployment under faults; live streams and webhooks end to end; seeds are printed)"
 	go test -count=1 -timeout 30m -v -run 'TestFaults|TestStreams|TestWebhooks' ./faults
+
+	# The same fault test on the all-AWS deployment: the event log on SNS/SQS (fauxqs, paused among
+	# the faults) and the stream bus on Redis.
+	echo "== ROOKERY_FAULT_EVENTS=sqs go test ./faults -run TestFaults (the scale-out deployment on SNS/SQS under faults)"
+	ROOKERY_FAULT_EVENTS=sqs go test -count=1 -timeout 30m -v -run 'TestFaults$' ./faults
 
 	# The Go SDK (a module of its own): regenerated from docs/openapi.json (a diff fails), then its
 	# tests against the real binary.

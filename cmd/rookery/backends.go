@@ -85,7 +85,7 @@ func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rooker
 	if lb != nil && lb.Log != nil {
 		b.log = lb.Log
 	} else {
-		if b.log, err = sc.events.open(ctx, cfg.dataDir, log); err != nil {
+		if b.log, err = sc.events.open(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 		b.closers = append([]func() error{b.log.Close}, b.closers...)

@@ -8,6 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events/sqs"
+	"github.com/rookery/rookery/internal/awsconf"
 
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
@@ -21,16 +26,46 @@ type eventsConfig struct {
 	leaseTTL   time.Duration
 	partitions int
 	retain     time.Duration
+
+	sqsEndpoint    string
+	sqsRegion      string
+	sqsPrefix      string
+	sqsMaxReceives int
+	sqsWait        time.Duration
+	snsBatch       int
 }
 
 func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&e.backend, "events", "embedded", "event log: embedded (in the data dir) or nats (JetStream)")
+	f.StringVar(&e.backend, "events", "embedded", "event log: embedded (in the data dir), nats (JetStream) or sqs (an SNS FIFO topic and an SQS FIFO queue per consumer group)")
 	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
 	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
 	f.DurationVar(&e.leaseTTL, "nats-lease-ttl", 5*time.Second, "with --events nats: how long a stopped process keeps its partitions of a consumer group before another process takes them over")
+	e.addSQSFlags(f)
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
+}
+
+func (e *eventsConfig) addSQSFlags(f *pflag.FlagSet) {
+	f.StringVar(&e.sqsEndpoint, "sqs-endpoint", "", "with --events sqs: the SNS and SQS endpoint URL (an emulator's; empty: AWS's, by region)")
+	f.StringVar(&e.sqsRegion, "sqs-region", "", "with --events sqs: AWS region (empty: from the AWS configuration, else us-east-1)")
+	f.StringVar(&e.sqsPrefix, "sqs-prefix", "rookery", "with --events sqs: prefix of the topic and queue names (at most 20 of A-Z, a-z, 0-9, _ and -)")
+	f.IntVar(&e.sqsMaxReceives, "sqs-max-receives", 20, "with --events sqs: receives of a message without an ack (its consumers crashed) before SQS moves it to the group's dead-letter queue")
+	f.DurationVar(&e.sqsWait, "sqs-wait", 10*time.Second, "with --events sqs: long-poll time of a receive (1s to 20s); stopping waits for it")
+	f.IntVar(&e.snsBatch, "sns-publish-batch", 10, "with --events sqs: events per SNS PublishBatch (1 to 10)")
+}
+
+// sqsOptions are the options of the SNS/SQS log: every consumer group the application may run is
+// created with the event types it handles.
+func (e *eventsConfig) sqsOptions(c *config, log *slog.Logger) sqs.Options {
+	groups := map[string][]string{ExportGroup: nil}
+	for g, types := range app.GroupTypes {
+		groups[g] = types
+	}
+	return sqs.Options{
+		AWS:    awsconf.Options{Endpoint: e.sqsEndpoint, Region: e.sqsRegion, AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey},
+		Prefix: e.sqsPrefix, Groups: groups, MaxReceives: e.sqsMaxReceives, WaitTime: e.sqsWait, PublishBatch: e.snsBatch, Logger: log,
+	}
 }
 
 // embeddedOptions are the options of the embedded log (package local places it).
@@ -40,14 +75,16 @@ func (e *eventsConfig) embeddedOptions(log *slog.Logger) embedded.Options {
 
 // open opens the configured event log when it is not in the embedded store's engine: the NATS
 // log, or the embedded log in the data directory's events/ (with --store dynamo).
-func (e *eventsConfig) open(ctx context.Context, dataDir string, log *slog.Logger) (events.Log, error) {
+func (e *eventsConfig) open(ctx context.Context, c *config, log *slog.Logger) (events.Log, error) {
 	switch e.backend {
 	case "embedded":
 		opts := e.embeddedOptions(log)
-		opts.Dir = filepath.Join(dataDir, "events")
+		opts.Dir = filepath.Join(c.dataDir, "events")
 		return embedded.Open(opts)
 	case "nats":
 		return nats.Open(ctx, nats.Options{URL: e.natsURL, Prefix: e.natsPrefix, Partitions: e.partitions, LeaseTTL: e.leaseTTL, Logger: log})
+	case "sqs":
+		return sqs.Open(ctx, e.sqsOptions(c, log))
 	}
-	return nil, fmt.Errorf("--events must be embedded or nats, not %q", e.backend)
+	return nil, fmt.Errorf("--events must be embedded, nats or sqs, not %q", e.backend)
 }

@@ -118,7 +118,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	newID := func() string { return ulid.Make().String() }
 	outbox := b.outbox(clock, log)
 
-	streamOpts, streams, closeBus, err := sc.streams.open(sc.events, log)
+	streamOpts, streams, closeBus, err := sc.streams.open(sc.events, sc.timelines, log)
 	if err != nil {
 		return err
 	}

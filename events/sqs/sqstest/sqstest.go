@@ -23,7 +23,11 @@ var endpoint string
 
 // Main is TestMain for packages that use SNS/SQS: it makes sure an emulator runs for the package's
 // tests (starting fauxqs unless EnvEndpoint is set), runs them, and stops what it started.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m.Run)) }
+
+// Run is Main without the exit, around run (m.Run, or another server's Run of m): it returns run's
+// code.
+func Run(run func() int) int {
 	endpoint = os.Getenv(EnvEndpoint)
 	var pid string
 	script := filepath.Join(repoRoot(), "scripts", "sqs-local.sh")
@@ -45,11 +49,11 @@ func Main(m *testing.M) {
 		endpoint, pid = fields[0], fields[1]
 		os.Setenv(EnvEndpoint, endpoint) // for the processes the tests start
 	}
-	code := m.Run()
+	code := run()
 	if pid != "" {
 		exec.Command("bash", script, "stop", pid).Run()
 	}
-	os.Exit(code)
+	return code
 }
 
 func repoRoot() string {

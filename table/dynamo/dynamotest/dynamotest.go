@@ -29,7 +29,10 @@ var endpoint string
 
 // Main is TestMain for packages that use DynamoDB: it makes sure one is running for the package's
 // tests (starting DynamoDB Local unless EnvEndpoint is set), runs them, and stops what it started.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it returns m.Run's code (for a TestMain that needs more servers).
+func Run(m *testing.M) int {
 	endpoint = os.Getenv(EnvEndpoint)
 	var pid string
 	if endpoint == "" {
@@ -54,7 +57,7 @@ func Main(m *testing.M) {
 	if pid != "" {
 		exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", pid).Run()
 	}
-	os.Exit(code)
+	return code
 }
 
 // repoRoot finds the module root from this file's location.
