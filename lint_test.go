@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"events/embedded":         {"", "table", "events", "internal/pebblekit"},
 	"events/nats":             {"", "events"},
 	"events/sqs":              {"", "events", "internal/awsconf"},
+	"events/ddbrelay":         {"", "events", "table"},
 	"events/sqs/sqstest":      {},
 	"timeline":                {""},
 	"timeline/timelinetest":   {"", "timeline", "internal/clocktest"},

@@ -135,10 +135,10 @@ func (o *Outbox) init() {
 
 func (o *Outbox) shard(key string) int { return Partition(key, o.Shards) }
 
-// outboxPrefix begins the partition key of every outbox item.
-const outboxPrefix = "OUTBOX#"
+// OutboxPrefix begins the partition key of every outbox item.
+const OutboxPrefix = "OUTBOX#"
 
-func outboxPK(shard int) string { return fmt.Sprintf("%s%03d", outboxPrefix, shard) }
+func outboxPK(shard int) string { return fmt.Sprintf("%s%03d", OutboxPrefix, shard) }
 
 // Write returns the table write that stores ev in the outbox; put it in the same TransactWrite as
 // the change that causes ev. An event without id, type or key is Invalid.
@@ -165,7 +165,7 @@ func OutboxEvent(w table.Write) ([]byte, bool) {
 	if w.Kind != table.WritePut || !w.Immutable {
 		return nil, false
 	}
-	if pk, _ := w.Item[table.PK].(string); !strings.HasPrefix(pk, outboxPrefix) {
+	if pk, _ := w.Item[table.PK].(string); !strings.HasPrefix(pk, OutboxPrefix) {
 		return nil, false
 	}
 	b, ok := w.Item["event"].([]byte)
@@ -305,6 +305,47 @@ func (o *Outbox) relayOnce(ctx context.Context, shard int, from table.SKCond) (l
 		}
 	}
 	return page.Items[len(page.Items)-1].String(table.SK), len(page.Items) == o.Batch, nil
+}
+
+// Sweep relays the outbox items whose ids are in seen and returns the ids of the others it read: a relay that reads the table's stream calls it periodically with what the
+// previous call returned, so that an item the stream did not bring is relayed one period later.
+// It reads up to Batch items per shard.
+func (o *Outbox) Sweep(ctx context.Context, seen map[string]struct{}) (map[string]struct{}, int, error) {
+	o.init()
+	next := map[string]struct{}{}
+	n := 0
+	for s := range o.Shards {
+		page, err := o.Table.Query(ctx, table.Query{PK: outboxPK(s), Limit: o.Batch})
+		if err != nil {
+			return nil, n, err
+		}
+		var evs []rookery.Event
+		var relayed []table.Write
+		for _, it := range page.Items {
+			id := it.String(table.SK)
+			if _, ok := seen[id]; !ok {
+				next[id] = struct{}{}
+				continue
+			}
+			ev, err := DecodeEvent(it.Bytes("event"))
+			if err != nil {
+				continue // Write stores only events that decode; relayOnce logs it
+			}
+			evs = append(evs, ev)
+			relayed = append(relayed, table.ImmutableDeleteWrite(it))
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		if err := o.Log.Append(ctx, evs); err != nil {
+			return nil, n, err
+		}
+		if err := o.Table.BatchWrite(ctx, relayed); err != nil {
+			return nil, n, err
+		}
+		n += len(evs)
+	}
+	return next, n, nil
 }
 
 // Pending reports how many events wait in the outbox, counting at most limit per shard.

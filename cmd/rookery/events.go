@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -11,8 +12,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events/ddbrelay"
 	"github.com/rookery/rookery/events/sqs"
 	"github.com/rookery/rookery/internal/awsconf"
+	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/table/dynamo"
 
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
@@ -27,6 +31,8 @@ type eventsConfig struct {
 	partitions int
 	retain     time.Duration
 
+	relay          string
+	relayPoll      time.Duration
 	sqsEndpoint    string
 	sqsRegion      string
 	sqsPrefix      string
@@ -41,6 +47,8 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
 	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
 	f.DurationVar(&e.leaseTTL, "nats-lease-ttl", 5*time.Second, "with --events nats: how long a stopped process keeps its partitions of a consumer group before another process takes them over")
+	f.StringVar(&e.relay, "relay", "", "how the outbox reaches the event log: poll (the workers query the outbox partitions) or stream (with --store dynamo: the workers read the table's DynamoDB stream, which rookery migrate enables); empty: stream with --store dynamo, else poll")
+	f.DurationVar(&e.relayPoll, "relay-poll", 100*time.Millisecond, "how often an idle relay looks again: the outbox partitions (poll) or a stream shard (stream)")
 	e.addSQSFlags(f)
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
@@ -66,6 +74,43 @@ func (e *eventsConfig) sqsOptions(c *config, log *slog.Logger) sqs.Options {
 		AWS:    awsconf.Options{Endpoint: e.sqsEndpoint, Region: e.sqsRegion, AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey},
 		Prefix: e.sqsPrefix, Groups: groups, MaxReceives: e.sqsMaxReceives, WaitTime: e.sqsWait, PublishBatch: e.snsBatch, Logger: log,
 	}
+}
+
+// relayFunc returns the outbox relay the flags choose, to run on the workers.
+func (e *eventsConfig) relayFunc(ctx context.Context, c *config, store table.Table, ob *events.Outbox, l events.Log, log *slog.Logger) (func(context.Context) error, error) {
+	ob.Poll = e.relayPoll
+	relay := e.relay
+	if relay == "" {
+		relay = "poll"
+		if c.store == "dynamo" {
+			relay = "stream" // fewer reads and a lower latency (docs/events.md)
+		}
+	}
+	switch relay {
+	case "poll":
+		return func(ctx context.Context) error { return ob.Run(ctx) }, nil
+	case "stream":
+		if c.store != "dynamo" {
+			return nil, fmt.Errorf("--relay stream reads a DynamoDB stream: it needs --store dynamo")
+		}
+		client, err := c.dynamoClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		streams, err := dynamo.NewStreamsClient(ctx, dynamo.ClientOptions{Endpoint: c.dynamoEndpoint, Region: c.dynamoRegion,
+			AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey})
+		if err != nil {
+			return nil, err
+		}
+		host, _ := os.Hostname()
+		r, err := ddbrelay.New(ctx, ddbrelay.Options{DynamoDB: client, Streams: streams, TableName: c.dynamoTable, Table: store,
+			Outbox: ob, Log: l, Owner: fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano()), Poll: e.relayPoll, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return r.Run, nil
+	}
+	return nil, fmt.Errorf("--relay must be poll or stream, not %q", e.relay)
 }
 
 // embeddedOptions are the options of the embedded log (package local places it).

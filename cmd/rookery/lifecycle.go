@@ -58,10 +58,10 @@ func untilStopped(name string, log *slog.Logger, work func(ctx context.Context) 
 	}, stop: func(error) { cancel() }}
 }
 
-// pipeline is the worker's components: the outbox relay, and for each consumer its runner and a
+// pipeline is the worker's components: the outbox relay (relay runs it), and for each consumer its runner and a
 // poller of its lag (for the metrics).
-func pipeline(ob *events.Outbox, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
-	cs := []component{untilStopped("outbox relay", log, func(ctx context.Context) error { ob.Run(ctx); return nil })}
+func pipeline(relay func(context.Context) error, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
+	cs := []component{untilStopped("outbox relay", log, relay)}
 	runner := &events.Runner{
 		Log: l, Logger: log, Tracing: tracing,
 		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },

@@ -195,7 +195,11 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	}
 	var components []component
 	if sc.role != "api" {
-		components = pipeline(outbox, evlog, consumers, m, log, tracing)
+		relay, err := sc.events.relayFunc(ctx, cfg, b.store, outbox, evlog, log)
+		if err != nil {
+			return err
+		}
+		components = pipeline(relay, evlog, consumers, m, log, tracing)
 		if dispatcher, err = sc.webhooks.dispatcher(application, m, log); err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package sqs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -35,8 +34,17 @@ type member struct {
 	subs    int
 	stopped bool
 
+	acks    chan ackReq   // to the deleter
+	deleted chan struct{} // closed when the deleter has stopped
+
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+}
+
+// ackReq is an ack waiting for its delete.
+type ackReq struct {
+	d    *delivery
+	done chan error
 }
 
 // delivery is one receipt of a message.
@@ -60,15 +68,17 @@ func newMember(l *Log, group string, q *queue, ackWait time.Duration) *member {
 	return &member{
 		l: l, group: group, q: q, ackWait: ackWait, log: l.log.With("consumer", group),
 		held: map[string][]*delivery{}, byMsg: map[string]*delivery{}, changed: make(chan struct{}),
+		acks: make(chan ackReq, 64), deleted: make(chan struct{}),
 	}
 }
 
 func (m *member) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.done.Add(2)
+	m.done.Add(3)
 	go m.receive()
 	go m.heartbeat(ctx)
+	go m.deleter(ctx)
 }
 
 // join adds a subscription; the caller holds l.mu.
@@ -243,6 +253,55 @@ func (m *member) advance(d *delivery) {
 	m.held[d.mgroup] = q[1:]
 	m.ready = append(m.ready, q[1])
 	m.wake()
+}
+
+// deleter deletes acked messages in batches of up to 10 (one request instead of ten): what is
+// waiting when it is free goes in one DeleteMessageBatch, so a lone ack waits for no one.
+func (m *member) deleter(ctx context.Context) {
+	defer m.done.Done()
+	defer close(m.deleted)
+	for {
+		var batch []ackReq
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-m.acks:
+			batch = append(batch, r)
+		}
+	fill:
+		for len(batch) < 10 {
+			select {
+			case r := <-m.acks:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(batch))
+		for i, r := range batch {
+			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r.d.receipt)}
+		}
+		out, err := m.l.sqs.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.q.url), Entries: entries})
+		if err != nil {
+			err = translate("sqs.Ack", err)
+			for _, r := range batch {
+				r.done <- err
+			}
+			continue
+		}
+		failed := map[int]error{}
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			if aws.ToString(f.Code) == "ReceiptHandleIsInvalid" {
+				failed[i] = rookery.E("sqs.Ack", rookery.Conflict, "the delivery expired")
+			} else {
+				failed[i] = rookery.E("sqs.Ack", rookery.Unavailable, aws.ToString(f.Code)+": "+aws.ToString(f.Message))
+			}
+		}
+		for i, r := range batch {
+			r.done <- failed[i]
+		}
+	}
 }
 
 // heartbeat keeps held messages invisible: buffered ones for another ack wait, handed-out ones
@@ -428,13 +487,22 @@ func (d *delivery) Ack(ctx context.Context) error {
 	if stale {
 		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
 	}
-	_, err := m.l.sqs.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: aws.String(m.q.url), ReceiptHandle: aws.String(d.receipt)})
+	r := ackReq{d: d, done: make(chan error, 1)}
+	select {
+	case m.acks <- r:
+	case <-m.deleted:
+		return rookery.E(op, rookery.Unavailable, "the subscription is closed")
+	case <-ctx.Done():
+		return rookery.E(op, rookery.Unavailable, ctx.Err())
+	}
+	var err error
+	select {
+	case err = <-r.done:
+	case <-ctx.Done():
+		return rookery.E(op, rookery.Unavailable, ctx.Err())
+	}
 	if err != nil {
-		var rh *sqstypes.ReceiptHandleIsInvalid
-		if errors.As(err, &rh) {
-			return rookery.E(op, rookery.Conflict, "the delivery expired", err)
-		}
-		return translate(op, err)
+		return err
 	}
 	m.mu.Lock()
 	m.advance(d)

@@ -39,11 +39,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
@@ -89,6 +91,9 @@ type Log struct {
 	members map[string]*member // by group: this process's subscriptions
 	closed  bool
 	scanMu  sync.Mutex // one dead-letter scan at a time (deadletters.go)
+
+	reqMu    sync.Mutex
+	requests map[string]int64 // API requests made, by operation (Requests)
 }
 
 // queue is a consumer group's pair of queues.
@@ -124,20 +129,19 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if err != nil {
 		return nil, rookery.E(op, rookery.Invalid, "AWS configuration", err)
 	}
-	l := &Log{
-		sns: sns.NewFromConfig(cfg, func(so *sns.Options) {
-			if o.AWS.Endpoint != "" {
-				so.BaseEndpoint = aws.String(o.AWS.Endpoint)
-			}
-		}),
-		sqs: awssqs.NewFromConfig(cfg, func(so *awssqs.Options) {
-			if o.AWS.Endpoint != "" {
-				so.BaseEndpoint = aws.String(o.AWS.Endpoint)
-			}
-		}),
-		prefix: o.Prefix, o: o, log: o.Logger,
-		queues: map[string]*queue{}, members: map[string]*member{},
-	}
+	l := &Log{prefix: o.Prefix, o: o, log: o.Logger, queues: map[string]*queue{}, members: map[string]*member{}, requests: map[string]int64{}}
+	l.sns = sns.NewFromConfig(cfg, func(so *sns.Options) {
+		if o.AWS.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.AWS.Endpoint)
+		}
+		so.APIOptions = append(so.APIOptions, l.countRequests)
+	})
+	l.sqs = awssqs.NewFromConfig(cfg, func(so *awssqs.Options) {
+		if o.AWS.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.AWS.Endpoint)
+		}
+		so.APIOptions = append(so.APIOptions, l.countRequests)
+	})
 	topic, err := l.sns.CreateTopic(ctx, &sns.CreateTopicInput{
 		Name:       aws.String(o.Prefix + "-events.fifo"),
 		Attributes: map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "false"},
@@ -152,6 +156,28 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		}
 	}
 	return l, nil
+}
+
+// countRequests counts every API request by its operation (retries are one request each).
+func (l *Log) countRequests(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("rookeryCount", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		l.reqMu.Lock()
+		l.requests[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+		l.reqMu.Unlock()
+		return next.HandleFinalize(ctx, in)
+	}), middleware.After)
+}
+
+// Requests returns how many API requests this Log made, by service and operation (for instance
+// "SQS.ReceiveMessage"): what SNS and SQS bill.
+func (l *Log) Requests() map[string]int64 {
+	l.reqMu.Lock()
+	defer l.reqMu.Unlock()
+	out := make(map[string]int64, len(l.requests))
+	for k, v := range l.requests {
+		out[k] = v
+	}
+	return out
 }
 
 // Destroy deletes the topic and every queue this Log created or used (tests).

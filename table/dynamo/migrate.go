@@ -15,8 +15,9 @@ import (
 )
 
 // Migrate creates the table name with the key schema of package table (PK and SK, strings), every
-// secondary index of schema (global, projecting all attributes) and TTL on table.TTL, or brings an
-// existing table up to that: missing indexes are added one at a time and TTL is enabled. It waits
+// secondary index of schema (global, projecting all attributes), TTL on table.TTL and a stream of
+// new images, or brings an existing table up to that: missing indexes are added one at a time, TTL
+// and the stream are enabled. It waits
 // until the table and its indexes are active. It is safe to run again; it never removes anything.
 // progress, if not nil, is told each step.
 func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema, progress func(string)) error {
@@ -39,6 +40,15 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema t
 	default:
 		if err := checkKeySchema(name, desc.Table.KeySchema); err != nil {
 			return rookery.E(op, rookery.Invalid, err.Error())
+		}
+		if ss := desc.Table.StreamSpecification; ss == nil || !aws.ToBool(ss.StreamEnabled) {
+			say("enabling the stream (new images) of table %s", name)
+			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name), StreamSpecification: streamSpec}); err != nil {
+				return translate(op, err)
+			}
+			if err := waitActive(ctx, client, name); err != nil {
+				return translate(op, err)
+			}
 		}
 		have := map[string]bool{}
 		for _, g := range desc.Table.GlobalSecondaryIndexes {
@@ -89,12 +99,17 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema t
 	return nil
 }
 
+// streamSpec is the table's stream: new images, which the outbox relay over DynamoDB Streams reads
+// (events/ddbrelay). A stream costs nothing until it is read.
+var streamSpec = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}
+
 func createTable(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema) error {
 	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		AttributeDefinitions: attrDefs(schema),
 		KeySchema:            keySchema(table.PK, table.SK),
 		BillingMode:          types.BillingModePayPerRequest,
+		StreamSpecification:  streamSpec,
 	}
 	for _, ix := range schema.Indexes {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
