@@ -192,3 +192,29 @@ func TestCircuitBreakerStopsPulling(t *testing.T) {
 		t.Fatalf("half-open allowed %d calls", calls.Load()-during)
 	}
 }
+
+// A consumer with Types sees only those types; the others are acked without it.
+func TestRunnerSkipsOtherTypes(t *testing.T) {
+	l := newLog(t)
+	for i, typ := range []string{"PostCreated", "LikeCreated", "PostCreated", "FollowCreated"} {
+		ev := eventstest.Event(fmt.Sprintf("t%d", i), "k", i)
+		ev.Type = typ
+		if err := l.Append(context.Background(), []rookery.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var seen []string
+	start(t, l, events.Consumer{Group: "typed", Types: []string{"PostCreated", "FollowCreated"}, Handle: func(_ context.Context, ev rookery.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, ev.Type)
+		return nil
+	}}, nil)
+	eventually(t, "lag 0", func() bool { n, _, _ := l.Lag(context.Background(), "typed"); return n == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[PostCreated PostCreated FollowCreated]" {
+		t.Fatalf("handled %v", seen)
+	}
+}

@@ -166,21 +166,8 @@ func startServices(t *testing.T, dir string) *services {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building nats-server: %v\n%s", err, out)
 	}
-	// DynamoDB Local, through the script that installs and starts it (it prints "ENDPOINT PID").
-	out, err := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "start").Output()
-	if err != nil {
-		t.Fatalf("starting DynamoDB Local: %v", err)
-	}
-	var pid int
-	if _, err := fmt.Sscan(string(out), &s.dynamoEP, &pid); err != nil {
-		t.Fatalf("dynamodb-local.sh start printed %q", out)
-	}
-	dp, _ := os.FindProcess(pid)
-	s.dynamo = &proc{name: "dynamodb-local", cmd: &exec.Cmd{Process: dp}}
-	t.Cleanup(func() {
-		dp.Signal(syscall.SIGCONT)
-		exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", fmt.Sprint(pid)).Run()
-	})
+	s.startDynamo(t)
+	t.Cleanup(s.stopDynamo)
 
 	if *eventsFlag == "sqs" {
 		out, err := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "sqs-local.sh"), "start").Output()
@@ -219,6 +206,35 @@ func startServices(t *testing.T, dir string) *services {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// startDynamo starts DynamoDB Local, through the script that installs and starts it (it prints
+// "ENDPOINT PID").
+func (s *services) startDynamo(t testing.TB) {
+	out, err := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "start").Output()
+	if err != nil {
+		t.Fatalf("starting DynamoDB Local: %v", err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(out), &s.dynamoEP, &pid); err != nil {
+		t.Fatalf("dynamodb-local.sh start printed %q", out)
+	}
+	dp, _ := os.FindProcess(pid)
+	s.dynamo = &proc{name: "dynamodb-local", cmd: &exec.Cmd{Process: dp}}
+}
+
+func (s *services) stopDynamo() {
+	p := s.dynamo.cmd.Process
+	p.Signal(syscall.SIGCONT)
+	exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", fmt.Sprint(p.Pid)).Run()
+}
+
+// freshDynamo replaces DynamoDB Local with a new one, for the next seed: DynamoDB Local slows down
+// as the records of its tables' streams pile up (the workers relay the outbox from the stream), and
+// a seed's deployment is timed as if it ran alone.
+func (s *services) freshDynamo(t testing.TB) {
+	s.stopDynamo()
+	s.startDynamo(t)
 }
 
 // revive starts again whichever of NATS and Redis crashed (exited without the test stopping it),

@@ -120,6 +120,9 @@ func TestFaults(t *testing.T) {
 		} else {
 			s = saved{Seed: rand.Uint64()%1_000_000_000 + 1, Users: *usersFlag}
 		}
+		if i > 0 {
+			svc.freshDynamo(t)
+		}
 		ok := t.Run(fmt.Sprintf("seed=%d", s.Seed), func(t *testing.T) { runSeed(t, bin, svc, s) })
 		if crashed := svc.revive(t); len(crashed) > 0 {
 			// Not Rookery's failure: the seed is not kept, and the next one gets a running server.

@@ -47,11 +47,26 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.StringVar(&e.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL, with --events nats")
 	f.StringVar(&e.natsPrefix, "nats-prefix", "rookery", "prefix of the JetStream stream and subject names")
 	f.DurationVar(&e.leaseTTL, "nats-lease-ttl", 5*time.Second, "with --events nats: how long a stopped process keeps its partitions of a consumer group before another process takes them over")
-	f.StringVar(&e.relay, "relay", "", "how the outbox reaches the event log: poll (the workers query the outbox partitions) or stream (with --store dynamo: the workers read the table's DynamoDB stream, which rookery migrate enables); empty: stream with --store dynamo, else poll")
+	e.addRelayFlags(f)
 	f.DurationVar(&e.relayPoll, "relay-poll", 100*time.Millisecond, "how often an idle relay looks again: the outbox partitions (poll) or a stream shard (stream)")
 	e.addSQSFlags(f)
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
+}
+
+func (e *eventsConfig) addRelayFlags(f *pflag.FlagSet) {
+	f.StringVar(&e.relay, "relay", "", "how the outbox reaches the event log: poll (the workers query the outbox partitions) or stream (with --store dynamo: the workers read the table's DynamoDB stream, which rookery migrate enables); empty: stream with --store dynamo, else poll")
+}
+
+// relayKind is the relay the flags choose.
+func (e *eventsConfig) relayKind(c *config) string {
+	if e.relay != "" {
+		return e.relay
+	}
+	if c.store == "dynamo" {
+		return "stream" // fewer reads and a lower latency (docs/events.md)
+	}
+	return "poll"
 }
 
 func (e *eventsConfig) addSQSFlags(f *pflag.FlagSet) {
@@ -79,14 +94,7 @@ func (e *eventsConfig) sqsOptions(c *config, log *slog.Logger) sqs.Options {
 // relayFunc returns the outbox relay the flags choose, to run on the workers.
 func (e *eventsConfig) relayFunc(ctx context.Context, c *config, store table.Table, ob *events.Outbox, l events.Log, log *slog.Logger) (func(context.Context) error, error) {
 	ob.Poll = e.relayPoll
-	relay := e.relay
-	if relay == "" {
-		relay = "poll"
-		if c.store == "dynamo" {
-			relay = "stream" // fewer reads and a lower latency (docs/events.md)
-		}
-	}
-	switch relay {
+	switch e.relayKind(c) {
 	case "poll":
 		return func(ctx context.Context) error { return ob.Run(ctx) }, nil
 	case "stream":

@@ -32,9 +32,13 @@ func migrateCmd(cfg *config, stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				var opts []dynamo.MigrateOption
+				if ev.relayKind(cfg) == "stream" {
+					opts = append(opts, dynamo.WithStream())
+				}
 				if err := dynamo.Migrate(ctx, client, cfg.dynamoTable, app.Schema, func(step string) {
 					fmt.Fprintln(stdout, "migrate:", step)
-				}); err != nil {
+				}, opts...); err != nil {
 					return err
 				}
 			}
@@ -54,6 +58,7 @@ func migrateCmd(cfg *config, stdout io.Writer) *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the table and its indexes to become active")
 	cmd.Flags().StringVar(&cfg.store, "store", "pebble", "the store: dynamo (migrate creates its table) or pebble (the embedded store, which needs no migration)")
 	cmd.Flags().StringVar(&ev.backend, "events", "embedded", "the event log: sqs (migrate creates its topic and queues), or embedded or nats (which need no migration)")
+	ev.addRelayFlags(cmd.Flags())
 	ev.addSQSFlags(cmd.Flags())
 	cfg.addDynamoFlags(cmd.Flags())
 	return cmd

@@ -3,6 +3,7 @@ package ddbrelay_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,12 @@ import (
 	"github.com/rookery/rookery/table/dynamo/dynamotest"
 )
 
-func TestMain(m *testing.M) { dynamotest.Main(m) }
+// A DynamoDB Local of its own, not the one make test shares: DynamoDB Local slows down as stream
+// records pile up, and these tests write them.
+func TestMain(m *testing.M) {
+	os.Unsetenv(dynamotest.EnvEndpoint)
+	dynamotest.Main(m)
+}
 
 var ctx = context.Background()
 
@@ -31,7 +37,7 @@ type setup struct {
 func newSetup(t testing.TB) *setup {
 	t.Helper()
 	client := dynamotest.Client(t)
-	name := dynamotest.NewTable(t, client, table.Schema{})
+	name := dynamotest.NewTable(t, client, table.Schema{}, dynamo.WithStream())
 	db, err := dynamo.New(client, dynamo.Options{Table: name, Clock: rookery.SystemClock, CursorKey: []byte("0123456789abcdef0123456789abcdef")})
 	if err != nil {
 		t.Fatal(err)

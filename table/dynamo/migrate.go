@@ -14,14 +14,27 @@ import (
 	"github.com/rookery/rookery/table"
 )
 
+// MigrateOption adds to what Migrate creates.
+type MigrateOption func(*migrateOptions)
+
+type migrateOptions struct{ stream bool }
+
+// WithStream makes Migrate enable the table's stream (new images), which the outbox relay over
+// DynamoDB Streams reads (events/ddbrelay).
+func WithStream() MigrateOption { return func(o *migrateOptions) { o.stream = true } }
+
 // Migrate creates the table name with the key schema of package table (PK and SK, strings), every
-// secondary index of schema (global, projecting all attributes), TTL on table.TTL and a stream of
-// new images, or brings an existing table up to that: missing indexes are added one at a time, TTL
-// and the stream are enabled. It waits
+// secondary index of schema (global, projecting all attributes), TTL on table.TTL and, WithStream,
+// a stream of new images, or brings an existing table up to that: missing indexes are added one at
+// a time, TTL and the stream are enabled (a stream is never disabled). It waits
 // until the table and its indexes are active. It is safe to run again; it never removes anything.
 // progress, if not nil, is told each step.
-func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema, progress func(string)) error {
+func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema, progress func(string), opts ...MigrateOption) error {
 	const op rookery.Op = "dynamo.Migrate"
+	var mo migrateOptions
+	for _, o := range opts {
+		o(&mo)
+	}
 	say := func(format string, args ...any) {
 		if progress != nil {
 			progress(fmt.Sprintf(format, args...))
@@ -32,7 +45,7 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema t
 	switch {
 	case errors.As(err, &rnf):
 		say("creating table %s with %d indexes", name, len(schema.Indexes))
-		if err := createTable(ctx, client, name, schema); err != nil {
+		if err := createTable(ctx, client, name, schema, mo.stream); err != nil {
 			return translate(op, err)
 		}
 	case err != nil:
@@ -41,7 +54,7 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema t
 		if err := checkKeySchema(name, desc.Table.KeySchema); err != nil {
 			return rookery.E(op, rookery.Invalid, err.Error())
 		}
-		if ss := desc.Table.StreamSpecification; ss == nil || !aws.ToBool(ss.StreamEnabled) {
+		if ss := desc.Table.StreamSpecification; mo.stream && (ss == nil || !aws.ToBool(ss.StreamEnabled)) {
 			say("enabling the stream (new images) of table %s", name)
 			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name), StreamSpecification: streamSpec}); err != nil {
 				return translate(op, err)
@@ -100,16 +113,19 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string, schema t
 }
 
 // streamSpec is the table's stream: new images, which the outbox relay over DynamoDB Streams reads
-// (events/ddbrelay). A stream costs nothing until it is read.
+// (events/ddbrelay). A stream costs nothing on AWS until it is read. (DynamoDB Local slows down as
+// its streams' records pile up, so tests that do not read one make their tables without.)
 var streamSpec = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}
 
-func createTable(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema) error {
+func createTable(ctx context.Context, client *dynamodb.Client, name string, schema table.Schema, stream bool) error {
 	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		AttributeDefinitions: attrDefs(schema),
 		KeySchema:            keySchema(table.PK, table.SK),
 		BillingMode:          types.BillingModePayPerRequest,
-		StreamSpecification:  streamSpec,
+	}
+	if stream {
+		in.StreamSpecification = streamSpec
 	}
 	for _, ix := range schema.Indexes {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{

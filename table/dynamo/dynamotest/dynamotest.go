@@ -89,12 +89,12 @@ var tables atomic.Int64
 
 // NewTable migrates a table with a unique name and the given schema, drops it when the test ends,
 // and returns its name.
-func NewTable(t testing.TB, client *dynamodb.Client, schema table.Schema) string {
+func NewTable(t testing.TB, client *dynamodb.Client, schema table.Schema, opts ...dynamo.MigrateOption) string {
 	t.Helper()
 	name := fmt.Sprintf("rookery-test-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, tables.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := dynamo.Migrate(ctx, client, name, schema, nil); err != nil {
+	if err := dynamo.Migrate(ctx, client, name, schema, nil, opts...); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	t.Cleanup(func() {
