@@ -64,7 +64,7 @@ func BenchmarkRelay(b *testing.B) {
 					defer func() { cancel(); <-done }()
 				} else {
 					s.log = rec
-					stop := s.runWith(b, ddbrelay.Options{Owner: "bench", Relayed: func(_, reads int, _ []time.Duration) { streamReads.Add(int64(reads)) }})
+					stop := s.runWith(b, ddbrelay.Options{Owner: "bench", Sweep: time.Minute, Relayed: func(_, reads int, _ []time.Duration) { streamReads.Add(int64(reads)) }})
 					defer stop()
 					time.Sleep(time.Second) // it takes its shards
 				}

@@ -60,8 +60,8 @@ type Options struct {
 	Owner string
 	// LeaseTTL is how long a shard stays with a worker that stopped renewing; 0 means 10 s.
 	LeaseTTL time.Duration
-	// Poll is how long a shard with no new records waits before reading again; 0 means 100 ms (AWS
-	// allows 5 reads a second per shard).
+	// Poll is the least time between two reads of a shard, but when the last read brought a full
+	// page; 0 means 250 ms: AWS allows 5 reads a second per shard (Lambda's pollers read 4).
 	Poll time.Duration
 	// Sweep is how often the outbox is swept; 0 means 1 minute.
 	Sweep  time.Duration
@@ -91,7 +91,7 @@ func New(ctx context.Context, o Options) (*Relay, error) {
 		o.LeaseTTL = 10 * time.Second
 	}
 	if o.Poll <= 0 {
-		o.Poll = 100 * time.Millisecond
+		o.Poll = 250 * time.Millisecond
 	}
 	if o.Sweep <= 0 {
 		o.Sweep = time.Minute
@@ -277,6 +277,9 @@ func (r *Relay) claim(ctx context.Context, mine func(string) bool) ([]*lease, er
 	return claimed, nil
 }
 
+// maxRecords is the most records a GetRecords returns.
+const maxRecords = 1000
+
 // read relays shard l from its checkpoint to its end, or until the lease is lost or ctx ends.
 func (r *Relay) read(ctx context.Context, l *lease) error {
 	r.setTip(l.shard, false)
@@ -297,7 +300,8 @@ func (r *Relay) read(ctx context.Context, l *lease) error {
 			_, err := r.write(ctx, l)
 			return err
 		}
-		out, err := r.o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+		began := time.Now()
+		out, err := r.o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(maxRecords)})
 		reads++
 		var expired *types.ExpiredIteratorException
 		var trimmed *types.TrimmedDataAccessException
@@ -327,7 +331,7 @@ func (r *Relay) read(ctx context.Context, l *lease) error {
 		}
 		failures = 0
 		iter = out.NextShardIterator
-		r.setTip(l.shard, len(out.Records) < 1000)
+		r.setTip(l.shard, len(out.Records) < maxRecords)
 		now := time.Now()
 		if len(out.Records) > 0 {
 			if err := r.relay(ctx, out.Records, reads); err != nil {
@@ -345,8 +349,8 @@ func (r *Relay) read(ctx context.Context, l *lease) error {
 				return err
 			}
 		}
-		if len(out.Records) == 0 && iter != nil {
-			rookery.Sleep(ctx, r.o.Poll)
+		if len(out.Records) < maxRecords && iter != nil {
+			rookery.Sleep(ctx, r.o.Poll-time.Since(began))
 		}
 	}
 	return nil
