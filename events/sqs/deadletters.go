@@ -171,42 +171,48 @@ func (l *Log) readLetter(ctx context.Context, op rookery.Op, q *queue, msg sqsty
 	return heldLetter{}, false, nil
 }
 
+// inBatches calls do with the receipts of hs (those that have one) in batches of up to 10, SQS's
+// most, and stops at the first error.
+func inBatches(hs []heldLetter, do func(ids, receipts []string) error) error {
+	for chunk := range slices.Chunk(hs, 10) {
+		var ids, receipts []string
+		for i, h := range chunk {
+			if h.receipt != "" {
+				ids, receipts = append(ids, strconv.Itoa(i)), append(receipts, h.receipt)
+			}
+		}
+		if len(ids) > 0 {
+			if err := do(ids, receipts); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // release gives back the letters a scan held.
 func (l *Log) release(q *queue, hs []heldLetter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for len(hs) > 0 {
-		n := min(10, len(hs))
-		var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
-		for i, h := range hs[:n] {
-			if h.receipt != "" {
-				entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h.receipt)})
-			}
+	inBatches(hs, func(ids, receipts []string) error {
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(ids))
+		for i := range ids {
+			entries[i] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(receipts[i])}
 		}
-		if len(entries) > 0 {
-			l.sqs.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.dlqURL), Entries: entries})
-		}
-		hs = hs[n:]
-	}
+		l.sqs.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.dlqURL), Entries: entries})
+		return nil // what is not given back comes back after its visibility timeout
+	})
 }
 
 func (l *Log) deleteLetters(ctx context.Context, q *queue, hs []heldLetter) error {
-	for len(hs) > 0 {
-		n := min(10, len(hs))
-		var entries []sqstypes.DeleteMessageBatchRequestEntry
-		for i, h := range hs[:n] {
-			if h.receipt != "" {
-				entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h.receipt)})
-			}
+	return inBatches(hs, func(ids, receipts []string) error {
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(ids))
+		for i := range ids {
+			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(receipts[i])}
 		}
-		if len(entries) > 0 {
-			if _, err := l.sqs.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.dlqURL), Entries: entries}); err != nil {
-				return translate("sqs.deleteLetters", err)
-			}
-		}
-		hs = hs[n:]
-	}
-	return nil
+		_, err := l.sqs.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.dlqURL), Entries: entries})
+		return translate("sqs.deleteLetters", err)
+	})
 }
 
 // DeadLetters implements events.Log.

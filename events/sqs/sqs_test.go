@@ -223,3 +223,22 @@ func TestTwoProcesses(t *testing.T) {
 		t.Fatalf("work by process: %v", byLog)
 	}
 }
+
+// Ping (readyz) answers while the topic and the queues exist, and fails when one is gone.
+func TestPing(t *testing.T) {
+	prefix := sqstest.Prefix()
+	l := open(t, sqs.Options{Prefix: prefix, Groups: map[string][]string{"ready": nil}})
+	if err := l.Ping(ctx); err != nil {
+		t.Fatalf("Ping = %v", err)
+	}
+	other, err := sqs.Open(ctx, sqs.Options{Prefix: prefix, AWS: awsconf.Options{Endpoint: sqstest.Endpoint(t), Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Destroy(ctx); err != nil { // the topic; l's queues stay
+		t.Fatal(err)
+	}
+	if err := l.Ping(ctx); err == nil {
+		t.Fatal("Ping answered without the topic")
+	}
+}

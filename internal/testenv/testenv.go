@@ -3,7 +3,14 @@
 // local ports when neither is set (`go test` by hand on a machine that runs them).
 package testenv
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
 
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -21,4 +28,30 @@ func NATSURL() string { return getenv("ROOKERY_TEST_NATS_URL", "nats://127.0.0.1
 // PostgresURL is the PostgreSQL database tests use (ROOKERY_TEST_POSTGRES_URL).
 func PostgresURL() string {
 	return getenv("ROOKERY_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+}
+
+// StartScript starts a server with a script of scripts/ ("dynamodb-local.sh", "sqs-local.sh") that
+// prints "ENDPOINT PID" on start and stops the PID on "stop PID"; it returns the endpoint and what
+// stops the server.
+func StartScript(name string) (endpoint string, stop func(), err error) {
+	script := filepath.Join(repoRoot(), "scripts", name)
+	out, err := exec.Command("bash", script, "start").Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return "", nil, fmt.Errorf("%s start: %w\n%s", script, err, stderr)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) != 2 {
+		return "", nil, fmt.Errorf("%s start printed %q, not ENDPOINT PID", script, out)
+	}
+	return fields[0], func() { exec.Command("bash", script, "stop", fields[1]).Run() }, nil
+}
+
+// repoRoot finds the module root from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }

@@ -7,13 +7,11 @@ package sqstest
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rookery/rookery/internal/testenv"
 )
 
 // EnvEndpoint names the environment variable that points tests at a running SNS/SQS.
@@ -29,36 +27,17 @@ func Main(m *testing.M) { os.Exit(Run(m.Run)) }
 // code.
 func Run(run func() int) int {
 	endpoint = os.Getenv(EnvEndpoint)
-	var pid string
-	script := filepath.Join(repoRoot(), "scripts", "sqs-local.sh")
 	if endpoint == "" {
-		out, err := exec.Command("bash", script, "start").Output()
+		ep, stop, err := testenv.StartScript("sqs-local.sh")
 		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			fmt.Fprintf(os.Stderr, "sqstest: cannot start the SNS/SQS emulator with %s: %v\n%s", script, err, stderr)
-			os.Exit(1)
+			fmt.Fprintf(os.Stderr, "sqstest: cannot start the SNS/SQS emulator: %v\n", err)
+			return 1
 		}
-		fields := strings.Fields(string(out))
-		if len(fields) != 2 {
-			fmt.Fprintf(os.Stderr, "sqstest: unexpected output from %s: %q\n", script, out)
-			os.Exit(1)
-		}
-		endpoint, pid = fields[0], fields[1]
+		defer stop()
+		endpoint = ep
 		os.Setenv(EnvEndpoint, endpoint) // for the processes the tests start
 	}
-	code := run()
-	if pid != "" {
-		exec.Command("bash", script, "stop", pid).Run()
-	}
-	return code
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return run()
 }
 
 // Endpoint returns the endpoint of the test SNS/SQS; the package must use Main.

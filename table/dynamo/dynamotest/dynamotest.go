@@ -8,16 +8,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo"
 )
@@ -34,36 +31,16 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // Run is Main without the exit: it returns m.Run's code (for a TestMain that needs more servers).
 func Run(m *testing.M) int {
 	endpoint = os.Getenv(EnvEndpoint)
-	var pid string
 	if endpoint == "" {
-		script := filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh")
-		out, err := exec.Command("bash", script, "start").Output()
+		ep, stop, err := testenv.StartScript("dynamodb-local.sh")
 		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			fmt.Fprintf(os.Stderr, "dynamotest: cannot start DynamoDB Local with %s: %v\n%s", script, err, stderr)
-			os.Exit(1)
+			fmt.Fprintf(os.Stderr, "dynamotest: cannot start DynamoDB Local: %v\n", err)
+			return 1
 		}
-		fields := strings.Fields(string(out))
-		if len(fields) != 2 {
-			fmt.Fprintf(os.Stderr, "dynamotest: unexpected output from %s: %q\n", script, out)
-			os.Exit(1)
-		}
-		endpoint, pid = fields[0], fields[1]
+		defer stop()
+		endpoint = ep
 	}
-	code := m.Run()
-	if pid != "" {
-		exec.Command("bash", filepath.Join(repoRoot(), "scripts", "dynamodb-local.sh"), "stop", pid).Run()
-	}
-	return code
-}
-
-// repoRoot finds the module root from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return m.Run()
 }
 
 // Endpoint returns the endpoint of the test DynamoDB; the package must use Main.
