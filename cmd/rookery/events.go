@@ -78,10 +78,12 @@ func (e *eventsConfig) addSQSFlags(f *pflag.FlagSet) {
 	f.IntVar(&e.snsBatch, "sns-publish-batch", 10, "with --events sqs: events per SNS PublishBatch (1 to 10)")
 }
 
-// sqsOptions are the options of the SNS/SQS log: every consumer group the application may run is
-// created with the event types it handles.
+// sqsOptions are the options of the SNS/SQS log: the application's consumer groups are created with
+// the event types they handle. The analytics export's group is not among them: a worker with
+// --export-dir creates it when it subscribes, so that a deployment without the export has no queue
+// filling up with events nobody reads.
 func (e *eventsConfig) sqsOptions(c *config, log *slog.Logger) sqs.Options {
-	groups := map[string][]string{ExportGroup: nil}
+	groups := map[string][]string{}
 	for g, types := range app.GroupTypes {
 		groups[g] = types
 	}

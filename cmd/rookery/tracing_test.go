@@ -126,7 +126,7 @@ func TestTracingEndToEnd(t *testing.T) {
 		}
 	}
 	// The events the consumers made carry the trace on: the activity the post counted as.
-	if a, f := byName["activities PostCreated"], byName["fanout ActivityRecorded"]; a == nil || f == nil || string(f.ParentSpanId) != string(a.SpanId) {
+	if a, f := byName["activities PostCreated"], byName["erasure ActivityRecorded"]; a == nil || f == nil || string(f.ParentSpanId) != string(a.SpanId) {
 		t.Errorf("the ActivityRecorded event's consumers are not under the span of the consumer that made it: %v", names(spans))
 	}
 	if len(rc.spans) != len(spans) {

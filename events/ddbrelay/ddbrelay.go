@@ -83,8 +83,7 @@ type Relay struct {
 	atTip map[string]bool // the shards this process reads: whether their last read was the newest
 }
 
-// New returns a relay; it fails unless the table has a stream with new images (rookery migrate
-// enables it).
+// New returns a relay. The table's stream is looked up when it runs.
 func New(ctx context.Context, o Options) (*Relay, error) {
 	const op rookery.Op = "ddbrelay.New"
 	if o.LeaseTTL <= 0 {
@@ -102,19 +101,25 @@ func New(ctx context.Context, o Options) (*Relay, error) {
 	if o.Owner == "" {
 		return nil, rookery.E(op, rookery.Invalid, "an owner name is required")
 	}
-	desc, err := o.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.TableName)})
+	return &Relay{o: o, log: o.Logger.With("component", "stream relay"), atTip: map[string]bool{}}, nil
+}
+
+// findStream looks up the table's stream; it fails unless the table has one with new images
+// (rookery migrate enables it).
+func (r *Relay) findStream(ctx context.Context) error {
+	const op rookery.Op = "ddbrelay.findStream"
+	desc, err := r.o.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.o.TableName)})
 	if err != nil {
-		return nil, rookery.E(op, rookery.Unavailable, "describing the table", err)
+		return rookery.E(op, rookery.Unavailable, "describing the table", err)
 	}
 	t := desc.Table
 	if t.LatestStreamArn == nil || t.StreamSpecification == nil || !aws.ToBool(t.StreamSpecification.StreamEnabled) ||
 		(t.StreamSpecification.StreamViewType != "NEW_IMAGE" && t.StreamSpecification.StreamViewType != "NEW_AND_OLD_IMAGES") {
-		return nil, rookery.E(op, rookery.Invalid, "table "+o.TableName+" has no stream with new images: run rookery migrate")
+		return rookery.E(op, rookery.Invalid, "table "+r.o.TableName+" has no stream with new images: run rookery migrate")
 	}
-	r := &Relay{o: o, log: o.Logger.With("component", "stream relay"), arn: aws.ToString(t.LatestStreamArn), label: aws.ToString(t.LatestStreamLabel),
-		atTip: map[string]bool{}}
+	r.arn, r.label = aws.ToString(t.LatestStreamArn), aws.ToString(t.LatestStreamLabel)
 	r.pk = "STREAMRELAY#" + r.label
-	return r, nil
+	return nil
 }
 
 // lease is a shard's lease item.
@@ -152,6 +157,18 @@ func (r *Relay) write(ctx context.Context, l *lease) (bool, error) {
 
 // Run relays until ctx ends, and returns nil; failures are logged and retried.
 func (r *Relay) Run(ctx context.Context) error {
+	for failures := 1; ; failures++ {
+		err := r.findStream(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		delay := events.DefaultBackoff(failures)
+		r.log.Warn("the table's stream cannot be read yet; retrying", "retry_in", delay, "err", err)
+		rookery.Sleep(ctx, delay)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.sweep(ctx) })
 	running := map[string]bool{} // shards this process reads
