@@ -67,9 +67,9 @@ func (l *Log) scan(ctx context.Context, op rookery.Op, group string) (*queue, []
 	if err := events.CheckGroup(op, group); err != nil {
 		return nil, nil, err
 	}
-	q, err := l.group(ctx, group)
-	if err != nil {
-		return nil, nil, rookery.E(op, err)
+	q, err := l.existing(ctx, group)
+	if err != nil || q == nil {
+		return nil, nil, err // no such group: no dead letters
 	}
 	l.scanMu.Lock()
 	defer l.scanMu.Unlock()

@@ -332,6 +332,35 @@ func (l *Log) group(ctx context.Context, group string) (*queue, error) {
 	return l.createGroup(ctx, group, nil)
 }
 
+// existing returns group's queues if they exist, nil if not: what reads a group (its lag, its dead
+// letters) creates nothing, so that an operator's typo does not leave a queue filling up.
+func (l *Log) existing(ctx context.Context, group string) (*queue, error) {
+	l.mu.Lock()
+	q := l.queues[group]
+	l.mu.Unlock()
+	if q != nil {
+		return q, nil
+	}
+	name, err := l.queueName(group, false)
+	if err != nil {
+		return nil, err
+	}
+	dlqName, _ := l.queueName(group, true)
+	var urls [2]string
+	for i, n := range []string{name, dlqName} {
+		out, err := l.sqs.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String(n)})
+		var missing *sqstypes.QueueDoesNotExist
+		if errors.As(err, &missing) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, translate("sqs.existing", err)
+		}
+		urls[i] = aws.ToString(out.QueueUrl)
+	}
+	return &queue{url: urls[0], dlqURL: urls[1]}, nil
+}
+
 // messageGroup is the FIFO message group of key: the key itself when SQS allows it (1 to 128
 // printable ASCII characters), else its SHA-256.
 func messageGroup(key string) string {
@@ -479,9 +508,12 @@ func (l *Log) leave(m *member) {
 // so a backlog that no process has received yet shows its count with the age of what is held.
 func (l *Log) Lag(ctx context.Context, group string) (int64, time.Time, error) {
 	const op rookery.Op = "sqs.Lag"
-	q, err := l.group(ctx, group)
-	if err != nil {
-		return 0, time.Time{}, rookery.E(op, err)
+	if err := events.CheckGroup(op, group); err != nil {
+		return 0, time.Time{}, err
+	}
+	q, err := l.existing(ctx, group)
+	if err != nil || q == nil {
+		return 0, time.Time{}, err
 	}
 	out, err := l.sqs.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(q.url),

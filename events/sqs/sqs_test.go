@@ -242,3 +242,23 @@ func TestPing(t *testing.T) {
 		t.Fatal("Ping answered without the topic")
 	}
 }
+
+// Reading a group that does not exist (its lag, its dead letters) creates no queue.
+func TestUnknownGroupCreatesNothing(t *testing.T) {
+	l := open(t, sqs.Options{})
+	if n, _, err := l.Lag(ctx, "typo"); err != nil || n != 0 {
+		t.Fatalf("Lag = %d, %v", n, err)
+	}
+	if list, err := l.DeadLetters(ctx, "typo", "", 10); err != nil || len(list) != 0 {
+		t.Fatalf("DeadLetters = %v, %v", list, err)
+	}
+	if _, err := l.DeadLetterByID(ctx, "typo", "x"); !rookery.IsKind(err, rookery.NotFound) {
+		t.Fatalf("DeadLetterByID = %v", err)
+	}
+	if err := l.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Requests()["SQS.CreateQueue"]; got != 0 {
+		t.Fatalf("%d queues created", got)
+	}
+}
