@@ -58,8 +58,8 @@ func untilStopped(name string, log *slog.Logger, work func(ctx context.Context) 
 	}, stop: func(error) { cancel() }}
 }
 
-// pipeline is the worker's components: the outbox relay (relay runs it), and for each consumer its runner and a
-// poller of its lag (for the metrics).
+// pipeline is the worker's components: the outbox relay (relay runs it), and for each consumer its
+// runner and a poller of its lag (for the metrics).
 func pipeline(relay func(context.Context) error, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
 	cs := []component{untilStopped("outbox relay", log, relay)}
 	runner := &events.Runner{
