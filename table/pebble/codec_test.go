@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/rookery/rookery/table"
 )
 
@@ -33,25 +31,6 @@ func FuzzKeyOrder(f *testing.F) {
 		sk, rest, err := readPart(rest)
 		if err != nil || pk != pk1 || sk != sk1 || len(rest) != 0 {
 			t.Fatalf("decoded (%q,%q,%q,%v); want (%q,%q)", pk, sk, rest, err, pk1, sk1)
-		}
-	})
-}
-
-// FuzzDecodeItem: decoding arbitrary bytes never panics, and what encodes decodes to itself.
-func FuzzDecodeItem(f *testing.F) {
-	f.Add(encodeItem(nil, table.Item{"PK": "a", "SK": "b", "n": int64(-3), "t": true, "y": []byte{0}, "l": []string{"x", ""}}))
-	f.Add([]byte{0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		it, err := decodeItem(b)
-		if err != nil {
-			return
-		}
-		again, err := decodeItem(encodeItem(nil, it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(it, again); diff != "" {
-			t.Fatalf("re-encoding changed the item:\n%s", diff)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/rookery/rookery/internal/pebblekit"
+	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/tabletest"
 )
 
@@ -117,7 +118,7 @@ func postShape(i int64) [][2][]byte {
 	return [][2][]byte{{baseKey(it.Key()), postValue}, {indexKey(ix.Name, ipk, isk, it.Key()), postValue}}
 }
 
-var postValue = encodeItem(nil, tabletest.PostItem("w0", 0))
+var postValue = table.AppendItem(nil, tabletest.PostItem("w0", 0))
 
 // floorWriters runs b.N writes of shape from 64 goroutines and reports items/s.
 func floorWriters(b *testing.B, shape floorShape, write func(kvs [][2][]byte) error) {

@@ -220,7 +220,7 @@ func (d *DB) read(op rookery.Op, k table.Key) (table.Item, error) {
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
 	defer closer.Close()
-	it, err := decodeItem(v)
+	it, err := table.DecodeItem(v)
 	if err != nil {
 		return nil, rookery.E(op, rookery.Internal, err)
 	}
@@ -299,7 +299,7 @@ func (d *DB) BatchGet(ctx context.Context, keys []table.Key) ([]table.Item, erro
 		if err != nil {
 			return nil, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := decodeItem(v)
+		it, err := table.DecodeItem(v)
 		if err != nil {
 			return nil, rookery.E(op, rookery.Internal, err)
 		}
@@ -545,7 +545,7 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 	if next == nil {
 		return b.Delete(baseKey(k), nil)
 	}
-	val := encodeItem(nil, next)
+	val := table.AppendItem(nil, next)
 	if err := b.Set(baseKey(k), val, nil); err != nil {
 		return err
 	}
@@ -644,7 +644,7 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := decode(v, keep)
+		it, err := table.DecodeItem(v, keep...)
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
