@@ -21,6 +21,18 @@ type Cache interface {
 	// Set caches val at version under key for ttl, unless a newer version is cached; an equal
 	// version is replaced.
 	Set(ctx context.Context, key string, version int64, val []byte, ttl time.Duration) error
+	// GetMany is Get for several keys in one round trip: the values in keys' order, nil for each
+	// miss.
+	GetMany(ctx context.Context, keys []string) ([][]byte, error)
+	// SetMany is Set for several entries, each for ttl, in one round trip.
+	SetMany(ctx context.Context, entries []Entry, ttl time.Duration) error
+}
+
+// Entry is one versioned value to Set.
+type Entry struct {
+	Key     string
+	Version int64
+	Val     []byte
 }
 
 // Limiter counts events per key in fixed windows of time.
@@ -72,13 +84,42 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
 	return append([]byte(nil), v.val...), true, nil
 }
 
+// GetMany implements Cache.
+func (m *Memory) GetMany(_ context.Context, keys []string) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, ok := m.values[k]; ok && now.Before(v.expires) {
+			out[i] = append([]byte{}, v.val...) // an empty value is not a miss
+		}
+	}
+	return out, nil
+}
+
 // Set implements Cache. When the cache is full, some entries are evicted (Go's map order: random).
 func (m *Memory) Set(_ context.Context, key string, version int64, val []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.setLocked(m.clock.Now(), key, version, val, ttl)
+	return nil
+}
+
+// SetMany implements Cache.
+func (m *Memory) SetMany(_ context.Context, entries []Entry, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	now := m.clock.Now()
+	for _, e := range entries {
+		m.setLocked(now, e.Key, e.Version, e.Val, ttl)
+	}
+	return nil
+}
+
+func (m *Memory) setLocked(now time.Time, key string, version int64, val []byte, ttl time.Duration) {
 	if cur, ok := m.values[key]; ok && cur.version > version && now.Before(cur.expires) {
-		return nil
+		return
 	}
 	if _, ok := m.values[key]; !ok && len(m.values) >= m.max {
 		n := 0
@@ -90,7 +131,6 @@ func (m *Memory) Set(_ context.Context, key string, version int64, val []byte, t
 		}
 	}
 	m.values[key] = memValue{version: version, val: append([]byte(nil), val...), expires: now.Add(ttl)}
-	return nil
 }
 
 // Allow implements Limiter.
@@ -126,3 +166,11 @@ func (Nop) Get(context.Context, string) ([]byte, bool, error) { return nil, fals
 
 // Set implements Cache: it keeps nothing.
 func (Nop) Set(context.Context, string, int64, []byte, time.Duration) error { return nil }
+
+// GetMany implements Cache: all misses.
+func (Nop) GetMany(_ context.Context, keys []string) ([][]byte, error) {
+	return make([][]byte, len(keys)), nil
+}
+
+// SetMany implements Cache: it keeps nothing.
+func (Nop) SetMany(context.Context, []Entry, time.Duration) error { return nil }

@@ -74,6 +74,35 @@ func run(t *testing.T, openOn Factory, wallClock bool) {
 		must(t, c.Set(ctx, "k", 6, []byte("six"), time.Minute))
 		wantGet(t, c, "k", "six")
 	})
+	t.Run("many at once: misses are nil, versions hold per key", func(t *testing.T) {
+		c := open(t)
+		must(t, c.Set(ctx, "b", 5, []byte("b5"), time.Minute))
+		must(t, c.SetMany(ctx, []cache.Entry{{Key: "a", Version: 1, Val: []byte("a1")}, {Key: "b", Version: 4, Val: []byte("b4")},
+			{Key: "c", Version: 0, Val: []byte{}}}, time.Minute))
+		got, err := c.GetMany(ctx, []string{"a", "missing", "b", "c", "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a1", "<nil>", "b5", "", "a1"}
+		for i, g := range got {
+			s := string(g)
+			if g == nil {
+				s = "<nil>"
+			}
+			if s != want[i] {
+				t.Fatalf("GetMany[%d] = %q; want %q (all: %q)", i, s, want[i], got)
+			}
+		}
+		if got, err := c.GetMany(ctx, nil); err != nil || len(got) != 0 {
+			t.Fatalf("GetMany(nil) = %q, %v", got, err)
+		}
+		must(t, c.SetMany(ctx, []cache.Entry{{Key: "a", Version: 2, Val: []byte("a2")}}, 150*time.Millisecond))
+		wantGet(t, c, "a", "a2")
+		pass(200 * time.Millisecond)
+		if got, _ := c.GetMany(ctx, []string{"a"}); got[0] != nil {
+			t.Fatal("a value set many outlived its ttl")
+		}
+	})
 	t.Run("racing writers leave the newest version", func(t *testing.T) {
 		c := open(t)
 		var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/cache"
 )
 
 // Store is a cache.Cache and cache.Limiter on one Redis (or cluster) under a key prefix.
@@ -55,6 +56,49 @@ func (s *Store) Set(ctx context.Context, key string, version int64, val []byte, 
 	err := set.Run(ctx, s.c, []string{s.prefix + ":c:" + key}, version, val, max(ttl.Milliseconds(), 1)).Err()
 	if err != nil {
 		return s.unavailable("redis.Set", err)
+	}
+	return nil
+}
+
+// GetMany implements cache.Cache, with one pipeline (on a cluster, one per node).
+func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	cmds := make([]*goredis.StringCmd, len(keys))
+	_, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HGet(ctx, s.prefix+":c:"+k, "d")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, s.unavailable("redis.GetMany", err)
+	}
+	for i, c := range cmds {
+		if b, err := c.Bytes(); err == nil {
+			out[i] = b
+		}
+	}
+	return out, nil
+}
+
+// SetMany implements cache.Cache, with one pipeline. The script is sent whole (EVAL, not
+// EVALSHA): a pipeline cannot fall back when a server lacks it, and Redis caches it anyway.
+func (s *Store) SetMany(ctx context.Context, entries []cache.Entry, ttl time.Duration) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ms := max(ttl.Milliseconds(), 1)
+	_, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, e := range entries {
+			set.Eval(ctx, p, []string{s.prefix + ":c:" + e.Key}, e.Version, e.Val, ms)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.unavailable("redis.SetMany", err)
 	}
 	return nil
 }
