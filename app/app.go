@@ -78,6 +78,12 @@ type Deps struct {
 	// IndexLag is how long after a write the table's index queries may still miss it: 0 for an
 	// exact store (Pebble), DynamoIndexLag for DynamoDB.
 	IndexLag time.Duration
+	// PostCacheTTL, if positive, keeps copies of post items in the engagement cache for the home
+	// feed's reads, each for this long (postCache): for a store that bills reads. Every process
+	// that writes posts must share the cache (Redis), or none may keep one.
+	PostCacheTTL time.Duration
+	// OnPostCacheRead is told how many of a read's posts were cached (hits) and not; nil: nothing.
+	OnPostCacheRead func(hits, misses int)
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -91,6 +97,7 @@ type App struct {
 	clock  rookery.Clock
 	ids    rookery.IDSource
 	hot    *hotCounters
+	posts  *postCache // nil: no copies kept
 
 	timelines          timeline.Store
 	celebrityThreshold int
@@ -147,9 +154,19 @@ func New(d Deps) *App {
 	if d.DeletedGrace <= 0 {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
-	return &App{deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: newHotCounters(d.Table),
+	eng := d.Engagement.withDefaults(d.Clock)
+	var posts *postCache
+	if d.PostCacheTTL > 0 {
+		posts = &postCache{c: eng.Cache, ttl: d.PostCacheTTL, onRead: d.OnPostCacheRead}
+		if posts.onRead == nil {
+			posts.onRead = func(int, int) {}
+		}
+	}
+	hot := newHotCounters(d.Table)
+	hot.committed = func(ctx context.Context, k table.Key) { posts.reread(ctx, d.Table, k) }
+	return &App{posts: posts, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
-		eng: d.Engagement.withDefaults(d.Clock), streakLocks: keylock.Set[string]{Compare: strings.Compare}}
+		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
 
 // caller returns the caller in ctx, or Unauthenticated.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -20,7 +21,15 @@ import (
 // DynamoDB. Figures beside seed 004's estimates are in docs/performance.md.
 //
 //	go test -run '^$' -bench DynamoCost -benchtime 5x ./app
+//
+// Each operation is measured without the post cache and with it (--post-cache-ttl's default,
+// in process), beside each other.
 func BenchmarkDynamoCost(b *testing.B) {
+	b.Run("post-cache=off", func(b *testing.B) { dynamoCosts(b, 0) })
+	b.Run("post-cache=on", func(b *testing.B) { dynamoCosts(b, app.DefaultPostCacheTTL) })
+}
+
+func dynamoCosts(b *testing.B, postCache time.Duration) {
 	client := dynamotest.Client(b)
 	var mu sync.Mutex
 	var rcu, wcu float64
@@ -37,7 +46,7 @@ func BenchmarkDynamoCost(b *testing.B) {
 	// written in a transaction (up to 1 KB) and 1 per index entry it changes. So transactions are
 	// costed from their writes (txTable), and the other calls by what DynamoDB Local reports.
 	tx := &txTable{Table: db}
-	w := newBenchWorldOn(b, tx, "table", 0)
+	w := newBenchWorldOn(b, tx, "table", 0, func(d *app.Deps) { d.PostCacheTTL = postCache })
 	w.run(b)
 	const followers = 100
 	w.users(b, "author", 1)
@@ -51,6 +60,19 @@ func BenchmarkDynamoCost(b *testing.B) {
 	}
 	for i := range 25 {
 		if _, _, err := w.a.CreatePost(as("author0"), app.PostInput{Text: fmt.Sprintf("post %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// A reader who follows 20 authors, each of whom posted once: a page of 20 authors.
+	w.users(b, "reader", 1)
+	if _, err := w.a.Feed(as("reader0"), "", 20); err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range w.users(b, "many", 20) {
+		if _, err := w.a.Follow(server, "reader0", a); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := w.a.CreatePost(as(a), app.PostInput{Text: "one post"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,6 +104,11 @@ func BenchmarkDynamoCost(b *testing.B) {
 	}
 	measure("feed page of 20", nil, func(int) {
 		if p, err := w.a.Feed(as("f1"), "", 20); err != nil || len(p.Items) != 20 {
+			b.Fatal(len(p.Items), err)
+		}
+	})
+	measure("feed page of 20 by 20 authors", nil, func(int) {
+		if p, err := w.a.Feed(as("reader0"), "", 20); err != nil || len(p.Items) != 20 {
 			b.Fatal(len(p.Items), err)
 		}
 	})

@@ -18,7 +18,8 @@ import (
 // caller returns only when its batch has committed, so an acknowledged event is always counted,
 // and the applied records keep redeliveries from counting twice.
 type hotCounters struct {
-	table   table.Table
+	table     table.Table
+	committed func(ctx context.Context, k table.Key) // told of each committed increment of k
 	mu      sync.Mutex
 	pending map[table.Key]*counterBatch // the batch gathering increments, per post item
 }
@@ -43,7 +44,7 @@ type counterEntry struct {
 }
 
 func newHotCounters(t table.Table) *hotCounters {
-	return &hotCounters{table: t, pending: map[table.Key]*counterBatch{}}
+	return &hotCounters{table: t, pending: map[table.Key]*counterBatch{}, committed: func(context.Context, table.Key) {}}
 }
 
 // add counts delta on attribute attr of item k for the event whose applied record is applied, and
@@ -95,6 +96,7 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 			sums[e.attr] += e.delta
 		}
 		if withCount && len(entries) > 0 {
+			sums["rev"] = 1 // the post item's version (postCache)
 			writes = append(writes, table.UpdateWrite(k, table.Update{Add: sums}, table.Exists(table.PK)))
 		}
 		if len(writes) == 0 {
@@ -104,12 +106,16 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 		var ce *table.ConditionError
 		switch {
 		case err == nil:
+			if withCount && len(entries) > 0 {
+				h.committed(ctx, k)
+			}
 			return nil
 		case errors.As(err, &ce) && ce.Index < len(entries):
 			entries = append(entries[:ce.Index:ce.Index], entries[ce.Index+1:]...) // applied before
 		case errors.As(err, &ce):
 			withCount = false // the post is gone: nothing to count on
 		default:
+			h.committed(ctx, k) // it may have committed (a timeout)
 			return err
 		}
 	}

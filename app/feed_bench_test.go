@@ -50,7 +50,7 @@ func newBenchWorld(b *testing.B, timelines string, threshold int) *benchWorld {
 	return newBenchWorldOn(b, db, timelines, threshold)
 }
 
-func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold int) *benchWorld {
+func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold int, with ...func(*app.Deps)) *benchWorld {
 	var err error
 	w := &benchWorld{tab: db}
 	logOpts := embedded.Options{InMemory: true, Partitions: 4}
@@ -79,8 +79,12 @@ func newBenchWorldOn(b *testing.B, db table.Table, timelines string, threshold i
 	b.Cleanup(func() { raw.Close() })
 	w.log = raw
 	w.outbox = &events.Outbox{Table: db, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
-	w.a = app.New(app.Deps{Table: db, Events: raw, Outbox: w.outbox, Clock: rookery.SystemClock, Timelines: w.tl,
-		CelebrityThreshold: threshold, IDs: func() string { return fmt.Sprintf("%020d", w.ids.Add(1)) }})
+	d := app.Deps{Table: db, Events: raw, Outbox: w.outbox, Clock: rookery.SystemClock, Timelines: w.tl,
+		CelebrityThreshold: threshold, IDs: func() string { return fmt.Sprintf("%020d", w.ids.Add(1)) }}
+	for _, f := range with {
+		f(&d)
+	}
+	w.a = app.New(d)
 	return w
 }
 

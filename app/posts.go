@@ -224,6 +224,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		table.PK: k.PK, table.SK: k.SK, "id": id, "author_id": author, "text": in.Text,
 		"tags": nonNil(tags), "given_tags": nonNil(givenTags(in.Tags)), "mentions": nonNil(mentions), "media": media, "visibility": in.Visibility,
 		"created_at": now.UnixMilli(), gsi1.PK: postsByAuthorPK(author), gsi1.SK: postIndexSK(id, now),
+		"rev": int64(1), // every write of the item adds one (postCache)
 	}
 	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
 	for _, t := range tags {
@@ -249,6 +250,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		return p, false, err
 	}
 	a.recent.forget(author)
+	a.posts.keep(ctx, item)
 	return postFromItem(item, authorOf(user)), true, nil
 }
 
@@ -355,9 +357,15 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	for _, id := range authors {
 		keys, owners = append(keys, userKey(id)), append(owners, nil)
 	}
+	var read []table.Item // posts read from the table, for the post cache
 	if withPosts {
+		for id, it := range a.posts.get(ctx, ids) {
+			posts[id] = it
+		}
 		for _, id := range ids {
-			keys, owners = append(keys, postKey(id)), append(owners, nil)
+			if posts[id] == nil {
+				keys, owners = append(keys, postKey(id)), append(owners, nil)
+			}
 		}
 	}
 	for _, viewer := range viewers {
@@ -409,11 +417,13 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 				}
 			case sk == skMeta:
 				posts[it.String("id")] = it
+				read = append(read, it)
 			default:
 				v.liked[it.String("post_id")] = true
 			}
 		}
 	}
+	a.posts.keep(ctx, read...)
 	return vs, nil
 }
 
@@ -538,7 +548,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	author := old.String("author_id")
 	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
 		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "visibility": visibility, "edited_at": now.UnixMilli(),
-	}}, table.Exists(table.PK))}
+	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
 		if !slices.Contains(tags, t) {
 			writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
@@ -559,7 +569,9 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}
-	if err := a.writeWithEvent(ctx, writes, ev); err != nil {
+	err = a.writeWithEvent(ctx, writes, ev)
+	a.posts.reread(ctx, a.table, postKey(id)) // whatever err says: a write that timed out may have committed
+	if err != nil {
 		if rookery.IsKind(err, rookery.Conflict) {
 			return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
 		}
@@ -598,6 +610,7 @@ func (a *App) removePost(ctx context.Context, old table.Item) error {
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
 	a.recent.forget(old.String("author_id"))
+	a.posts.forget(ctx, id) // whatever err says: a write that timed out may have committed
 	return err
 }
 

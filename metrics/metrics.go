@@ -31,6 +31,7 @@ type Metrics struct {
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 	TimelineRebuilds   *prometheus.CounterVec   // outcome
+	PostCacheReads     *prometheus.CounterVec   // outcome: hit, miss
 
 	StreamsOpen   prometheus.Gauge
 	StreamEvents  *prometheus.CounterVec // type
@@ -128,7 +129,11 @@ func New() *Metrics {
 		Name: "rookery_timeline_rebuilds_total",
 		Help: "Home timelines rebuilt by the read path, by outcome: complete, failed (the build stays unread and the next read builds it again), superseded (another build completed it).",
 	}, []string{"outcome"})
-	m.reg.MustRegister(m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
+	m.PostCacheReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rookery_post_cache_reads_total",
+		Help: "Posts the home feed looked up in the post cache (--post-cache-ttl), by outcome: hit, or miss (read from the table).",
+	}, []string{"outcome"})
+	m.reg.MustRegister(m.PostCacheReads, m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
 		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
 		m.StreamsOpen, m.StreamEvents, m.StreamDrops, m.StreamResumes,
 		m.WebhookDeliveries, m.WebhookLatency, m.WebhookBacklog,
@@ -173,6 +178,12 @@ func (m *Metrics) ObserveConsumer(group, outcome string, took time.Duration) {
 // ObserveRebuild records the outcome of a timeline rebuild (app.Deps.OnRebuild).
 func (m *Metrics) ObserveRebuild(outcome string) {
 	m.TimelineRebuilds.WithLabelValues(outcome).Inc()
+}
+
+// ObservePostCache counts one read of the post cache (app.Deps.OnPostCacheRead).
+func (m *Metrics) ObservePostCache(hits, misses int) {
+	m.PostCacheReads.WithLabelValues("hit").Add(float64(hits))
+	m.PostCacheReads.WithLabelValues("miss").Add(float64(misses))
 }
 
 // ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).

@@ -168,6 +168,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		StreamTable:       b.streamTable,
 		UnsyncedConsumers: b.direct,
 		FollowerCacheIDs:  followerCache(cfg, sc),
+		PostCacheTTL:      postCacheTTL(cfg, sc),
+		OnPostCacheRead:   m.ObservePostCache,
 		DeletedGrace:      sc.deletedGrace,
 		IndexLag:          indexLag(cfg.store),
 		OnWebhookQueued: func(endpoint string) {
@@ -277,6 +279,16 @@ func followerCache(cfg *config, sc serveConfig) int {
 		return 0
 	}
 	return sc.timelines.followerCache
+}
+
+// postCacheTTL is how long the home feed keeps copies of posts (app.Deps.PostCacheTTL): only on
+// DynamoDB, whose reads are billed (the embedded store serves them from its block cache), and only
+// in a cache that every process writing posts shares.
+func postCacheTTL(cfg *config, sc serveConfig) time.Duration {
+	if cfg.store != "dynamo" || sc.engagement.cache == "memory" && sc.role != "all" {
+		return 0
+	}
+	return sc.engagement.postCache
 }
 
 // indexLag is how long the store's index queries may lag its writes.

@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/internal/testtable"
+	"github.com/rookery/rookery/timeline/tablestore"
+)
+
+// TestPostCache: with the post cache on, the home feed shows every post exactly as the table
+// holds it (text, counts, edits) after likes, unlikes, comments, edits and deletions in random
+// order, some of them concurrent, and serves every post from the cache. A writer that did not
+// refresh its copy fails it (the counts or the text lag).
+func TestPostCache(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			tab := open(t)
+			tl := testtable.Timelines(t, tab, tablestore.Options{})
+			var hits, misses atomic.Int64
+			w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, PostCacheTTL: time.Hour,
+				OnPostCacheRead: func(h, m int) { hits.Add(int64(h)); misses.Add(int64(m)) }})
+			a := w.a
+			pipeline := w.run(t)
+			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+			users := []string{"author", "other", "reader", "l0", "l1", "l2", "l3"}
+			for _, u := range users {
+				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tl.Create(ctx, "reader", nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"author", "other"} {
+				if _, err := a.Follow(server, "reader", f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var live []string // posts not deleted
+			deletes := 0
+			post := func(author string, i int) {
+				p, _, err := a.CreatePost(as(author), app.PostInput{Text: fmt.Sprintf("post %d", i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				live = append(live, p.ID)
+			}
+			for i := range 6 {
+				post([]string{"author", "other"}[i%2], i)
+			}
+			// check compares the reader's feed with the posts read from the table (Post does not use
+			// the cache).
+			check := func(step int) {
+				t.Helper()
+				pipeline.Drain(t, 30*time.Second)
+				feed, err := a.Feed(as("reader"), "", 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range feed.Items {
+					got = append(got, p.ID)
+					want, err := a.Post(as("reader"), p.ID)
+					if err != nil {
+						t.Fatalf("step %d: feed shows %s, which Post says is %v", step, p.ID, err)
+					}
+					if diff := cmp.Diff(want, p); diff != "" {
+						t.Fatalf("step %d: post %s in the feed differs from the table (-table +feed):\n%s", step, p.ID, diff)
+					}
+				}
+				want := slices.Clone(live)
+				slices.Reverse(want) // newest first: ids are increasing
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d: feed %v; want %v", step, got, want)
+				}
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for step := range 80 {
+				id := live[rng.IntN(len(live))]
+				switch op := rng.IntN(10); {
+				case op < 4: // likes and unlikes by several users at once: one counter batch
+					var wg sync.WaitGroup
+					for _, l := range []string{"l0", "l1", "l2", "l3"}[:1+rng.IntN(4)] {
+						wg.Go(func() {
+							var err error
+							if rng := rand.N(2); rng == 0 {
+								err = a.LikePost(as(l), id, l)
+							} else {
+								err = a.UnlikePost(as(l), id, l)
+							}
+							if err != nil {
+								t.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+				case op < 6:
+					if _, _, err := a.AddComment(as("l0"), id, app.CommentInput{Text: fmt.Sprintf("comment %d", step)}); err != nil {
+						t.Fatal(err)
+					}
+				case op < 8:
+					text := fmt.Sprintf("edited at step %d", step)
+					p, err := a.Post(as("reader"), id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := a.EditPost(as(p.Author.ID), id, app.PostEdit{Text: &text}); err != nil {
+						t.Fatal(err)
+					}
+				case op < 9 && len(live) > 3:
+					if err := a.DeletePost(server, id); err != nil {
+						t.Fatal(err)
+					}
+					live = slices.DeleteFunc(live, func(s string) bool { return s == id })
+					deletes++
+					// Before the cleanup runs, the read path hides it by its copy's tombstone.
+					feed, err := a.Feed(as("reader"), "", 50)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if slices.ContainsFunc(feed.Items, func(p rookery.Post) bool { return p.ID == id }) {
+						t.Fatalf("step %d: the feed shows deleted post %s", step, id)
+					}
+				default:
+					post([]string{"author", "other"}[rng.IntN(2)], 100+step)
+				}
+				if step%4 == 3 {
+					check(step)
+				}
+			}
+			check(80)
+			// Every write sets its copy: the feed reads from the table only the deleted posts that it
+			// read before their cleanup (their tombstones).
+			if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(deletes) {
+				t.Fatalf("the post cache served %d posts and missed %d, after %d deletions; want a miss per deletion at most", h, m, deletes)
+			}
+			t.Logf("post cache: %d hits, %d misses, %d deletions", hits.Load(), misses.Load(), deletes)
+		})
+	}
+}
