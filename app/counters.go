@@ -20,8 +20,8 @@ import (
 type hotCounters struct {
 	table     table.Table
 	committed func(ctx context.Context, k table.Key) // told of each committed increment of k
-	mu      sync.Mutex
-	pending map[table.Key]*counterBatch // the batch gathering increments, per post item
+	mu        sync.Mutex
+	pending   map[table.Key]*counterBatch // the batch gathering increments, per post item
 }
 
 // batchWindow is how long the first increment of a batch waits for others; maxBatch keeps a batch
