@@ -78,12 +78,17 @@ type Deps struct {
 	// IndexLag is how long after a write the table's index queries may still miss it: 0 for an
 	// exact store (Pebble), DynamoIndexLag for DynamoDB.
 	IndexLag time.Duration
-	// PostCacheTTL, if positive, keeps copies of post items in the engagement cache for the home
-	// feed's reads, each for this long (postCache): for a store that bills reads. Every process
-	// that writes posts must share the cache (Redis), or none may keep one.
+	// PostCacheTTL, if positive, keeps copies of posts and of their authors' profiles in the
+	// engagement cache for the reads that render posts, each for this long (copies): for a store
+	// that bills reads. Every process that writes posts or users must share the cache (Redis), or
+	// none may keep one.
 	PostCacheTTL time.Duration
-	// OnPostCacheRead is told how many of a read's posts were cached (hits) and not; nil: nothing.
-	OnPostCacheRead func(hits, misses int)
+	// OnPostCacheRead is told how many of a read's posts or authors (kind "post", "author") were
+	// cached (hits) and not; nil: nothing.
+	OnPostCacheRead func(kind string, hits, misses int)
+	// BilledReads says that the store bills reads by the item in a batch read and by the byte in
+	// a query (DynamoDB): reads that may do either choose by what they cost (followsIn).
+	BilledReads bool
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -91,13 +96,15 @@ type Deps struct {
 
 // App is the application: the use cases over the table and the event pipeline.
 type App struct {
-	table  table.Table
-	events events.Log
-	outbox *events.Outbox
-	clock  rookery.Clock
-	ids    rookery.IDSource
-	hot    *hotCounters
-	posts  *postCache // nil: no copies kept
+	table       table.Table
+	events      events.Log
+	outbox      *events.Outbox
+	clock       rookery.Clock
+	ids         rookery.IDSource
+	hot         *hotCounters
+	posts       *copies // nil: no copies kept (and authors nil too)
+	authors     *copies
+	billedReads bool
 
 	timelines          timeline.Store
 	celebrityThreshold int
@@ -155,16 +162,10 @@ func New(d Deps) *App {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
 	eng := d.Engagement.withDefaults(d.Clock)
-	var posts *postCache
-	if d.PostCacheTTL > 0 {
-		posts = &postCache{c: eng.Cache, ttl: d.PostCacheTTL, onRead: d.OnPostCacheRead}
-		if posts.onRead == nil {
-			posts.onRead = func(int, int) {}
-		}
-	}
+	posts, authors := newCopies(eng.Cache, d.PostCacheTTL, d.OnPostCacheRead)
 	hot := newHotCounters(d.Table)
 	hot.committed = func(ctx context.Context, k table.Key) { posts.reread(ctx, d.Table, k) }
-	return &App{posts: posts, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -22,14 +21,17 @@ import (
 //
 //	go test -run '^$' -bench DynamoCost -benchtime 5x ./app
 //
-// Each operation is measured without the post cache and with it (--post-cache-ttl's default,
-// in process), beside each other.
+// Each operation is measured as rookery serve runs on DynamoDB (reads=served: copies of posts and
+// authors in the cache, follow edges read with a query) and, beside it, with every item read from
+// the table one by one (reads=items, as before those).
 func BenchmarkDynamoCost(b *testing.B) {
-	b.Run("post-cache=off", func(b *testing.B) { dynamoCosts(b, 0) })
-	b.Run("post-cache=on", func(b *testing.B) { dynamoCosts(b, app.DefaultPostCacheTTL) })
+	b.Run("reads=items", func(b *testing.B) { dynamoCosts(b, func(*app.Deps) {}) })
+	b.Run("reads=served", func(b *testing.B) {
+		dynamoCosts(b, func(d *app.Deps) { d.PostCacheTTL, d.BilledReads = app.DefaultPostCacheTTL, true })
+	})
 }
 
-func dynamoCosts(b *testing.B, postCache time.Duration) {
+func dynamoCosts(b *testing.B, reads func(*app.Deps)) {
 	client := dynamotest.Client(b)
 	var mu sync.Mutex
 	var rcu, wcu float64
@@ -46,7 +48,7 @@ func dynamoCosts(b *testing.B, postCache time.Duration) {
 	// written in a transaction (up to 1 KB) and 1 per index entry it changes. So transactions are
 	// costed from their writes (txTable), and the other calls by what DynamoDB Local reports.
 	tx := &txTable{Table: db}
-	w := newBenchWorldOn(b, tx, "table", 0, func(d *app.Deps) { d.PostCacheTTL = postCache })
+	w := newBenchWorldOn(b, tx, "table", 0, reads)
 	w.run(b)
 	const followers = 100
 	w.users(b, "author", 1)

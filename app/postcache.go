@@ -9,47 +9,64 @@ import (
 	"github.com/rookery/rookery/table"
 )
 
-// postCache keeps copies of post items for the home feed, on a store whose reads are billed
-// (DynamoDB: a feed page of 20 posts read strongly is 20 read units; seed 004 budgets 10 for the
-// page). Copies live in the engagement cache (cache.Cache: in process, or Redis shared by every
-// process of a deployment), versioned by the post item's rev, a number every write of the item
-// adds one to, so an older copy never replaces a newer one.
+// copies keeps copies of one kind of item (posts, or their authors' profiles) for the reads that
+// render posts, on a store whose reads are billed (DynamoDB: a feed page of 20 posts by 20
+// authors read strongly is 40 read units for them alone; seed 004 budgets 10 for the page).
+// Copies live in the engagement cache (cache.Cache: in process, or Redis shared by every process
+// of a deployment), versioned by an attribute of the item that every write of what is copied
+// raises (a post's rev, a user's version), so an older copy never replaces a newer one.
 //
-// Invariant: a copy at version r is the item as it was at rev r, or a tombstone (the post was
-// deleted; version MaxInt64, which nothing replaces). Every writer of a post item sets the new copy
-// after its write commits: CreatePost the item it put, EditPost and the counters the item they read
-// back (strongly) after their commit, removePost a tombstone. A reader that misses, or finds a
-// tombstone, reads the table strongly and sets what it read, which the version keeps from
-// replacing a newer copy. So a copy lags the table only when a writer stopped (or the cache
-// failed) between its commit and its set, and then for the copy's TTL at most; a tombstone costs
-// a table read, so a post re-created under a deleted one's id is read right.
-type postCache struct {
-	c      cache.Cache
-	ttl    time.Duration
-	onRead func(hits, misses int)
+// Invariant: a copy at version v is the item as it was at version v, or a tombstone (the item was
+// deleted; version MaxInt64, which nothing replaces). Every writer sets the new copy after its
+// write commits (the item it wrote, or read back strongly after its commit), or a tombstone. A
+// reader that misses, or finds a tombstone, reads the table strongly and keeps what it read, which
+// the version keeps from replacing a newer copy. So a copy lags the table only when a writer
+// stopped (or the cache failed) between its commit and its set, and then for the copy's TTL at
+// most; a tombstone costs a table read, so an item re-created under a deleted one's key is read
+// right.
+type copies struct {
+	kind    string   // "post" or "author": the keys' prefix and the metric's label
+	version string   // the versioning attribute
+	attrs   []string // the attributes copied; nil: all
+	c       cache.Cache
+	ttl     time.Duration
+	onRead  func(kind string, hits, misses int)
 }
 
-// tombstone is the version of a deleted post's copy.
+// tombstone is the version of a deleted item's copy.
 const tombstone = math.MaxInt64
 
-// DefaultPostCacheTTL is how long a post's copy lives with Deps.PostCacheTTL unset on a store
-// that bills reads.
+// DefaultPostCacheTTL is how long a copy lives with Deps.PostCacheTTL unset on a store that bills
+// reads.
 const DefaultPostCacheTTL = 5 * time.Minute
 
-func postCacheKey(id string) string { return "post:" + id }
+// newCopies returns the copies of posts and of authors (nil, nil for ttl 0: none kept).
+func newCopies(c cache.Cache, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
+	if ttl <= 0 {
+		return nil, nil
+	}
+	if onRead == nil {
+		onRead = func(string, int, int) {}
+	}
+	return &copies{kind: "post", version: "rev", c: c, ttl: ttl, onRead: onRead},
+		// A post shows its author's name; counts and the rest change without a new version.
+		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, c: c, ttl: ttl, onRead: onRead}
+}
 
-// get returns the copies of the posts ids that are cached, by id; the others are to be read.
-func (p *postCache) get(ctx context.Context, ids []string) map[string]table.Item {
+func (p *copies) key(id string) string { return p.kind + ":" + id }
+
+// get returns the copies of the items ids that are cached, by id; the others are to be read.
+func (p *copies) get(ctx context.Context, ids []string) map[string]table.Item {
 	if p == nil || len(ids) == 0 {
 		return nil
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
-		keys[i] = postCacheKey(id)
+		keys[i] = p.key(id)
 	}
 	vals, err := p.c.GetMany(ctx, keys)
 	if err != nil { // a cache that fails costs table reads, nothing else
-		p.onRead(0, len(ids))
+		p.onRead(p.kind, 0, len(ids))
 		return nil
 	}
 	out := make(map[string]table.Item, len(ids))
@@ -61,32 +78,41 @@ func (p *postCache) get(ctx context.Context, ids []string) map[string]table.Item
 			out[ids[i]] = it
 		}
 	}
-	p.onRead(len(out), len(ids)-len(out))
+	p.onRead(p.kind, len(out), len(ids)-len(out))
 	return out
 }
 
-// keep sets the copies of post items read or written; a failure only costs later reads.
-func (p *postCache) keep(ctx context.Context, items ...table.Item) {
+// keep sets the copies of items read or written; a failure only costs later reads.
+func (p *copies) keep(ctx context.Context, items ...table.Item) {
 	if p == nil || len(items) == 0 {
 		return
 	}
 	entries := make([]cache.Entry, 0, len(items))
 	for _, it := range items {
-		entries = append(entries, cache.Entry{Key: postCacheKey(it.String("id")), Version: it.Int("rev"), Val: table.AppendItem(nil, it)})
+		c := it
+		if p.attrs != nil {
+			c = make(table.Item, len(p.attrs))
+			for _, a := range p.attrs {
+				if v, ok := it[a]; ok {
+					c[a] = v
+				}
+			}
+		}
+		entries = append(entries, cache.Entry{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: table.AppendItem(nil, c)})
 	}
 	_ = p.c.SetMany(ctx, entries, p.ttl)
 }
 
-// forget sets post id's tombstone.
-func (p *postCache) forget(ctx context.Context, id string) {
+// forget sets item id's tombstone.
+func (p *copies) forget(ctx context.Context, id string) {
 	if p != nil {
-		_ = p.c.Set(ctx, postCacheKey(id), tombstone, []byte{}, p.ttl)
+		_ = p.c.Set(ctx, p.key(id), tombstone, []byte{}, p.ttl)
 	}
 }
 
-// reread reads post item k back after a write committed and keeps it (gone: nothing to keep, its
+// reread reads item k back after a write committed and keeps it (gone: nothing to keep, its
 // deletion set the tombstone).
-func (p *postCache) reread(ctx context.Context, t table.Table, k table.Key) {
+func (p *copies) reread(ctx context.Context, t table.Table, k table.Key) {
 	if p == nil {
 		return
 	}

@@ -19,18 +19,27 @@ import (
 )
 
 // TestPostCache: with the post cache on, the home feed shows every post exactly as the table
-// holds it (text, counts, edits) after likes, unlikes, comments, edits and deletions in random
-// order, some of them concurrent, and serves every post from the cache. A writer that did not
-// refresh its copy fails it (the counts or the text lag).
+// holds it (text, counts, edits, its author's names) after likes, unlikes, comments, edits,
+// deletions and profile changes in random order, some of them concurrent, and serves every post
+// and author from the cache. A writer that did not refresh its copy fails it (the counts, the text
+// or the name lag).
 func TestPostCache(t *testing.T) {
 	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			tab := open(t)
 			tl := testtable.Timelines(t, tab, tablestore.Options{})
-			var hits, misses atomic.Int64
+			var hits, misses, authorHits, authorMisses atomic.Int64
 			w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, PostCacheTTL: time.Hour,
-				OnPostCacheRead: func(h, m int) { hits.Add(int64(h)); misses.Add(int64(m)) }})
+				OnPostCacheRead: func(kind string, h, m int) {
+					if kind == "author" {
+						authorHits.Add(int64(h))
+						authorMisses.Add(int64(m))
+						return
+					}
+					hits.Add(int64(h))
+					misses.Add(int64(m))
+				}})
 			a := w.a
 			pipeline := w.run(t)
 			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
@@ -62,7 +71,7 @@ func TestPostCache(t *testing.T) {
 				post([]string{"author", "other"}[i%2], i)
 			}
 			// check compares the reader's feed with the posts read from the table (Post does not use
-			// the cache).
+			// the copies of posts) and their authors' profiles.
 			check := func(step int) {
 				t.Helper()
 				pipeline.Drain(t, 30*time.Second)
@@ -79,6 +88,14 @@ func TestPostCache(t *testing.T) {
 					}
 					if diff := cmp.Diff(want, p); diff != "" {
 						t.Fatalf("step %d: post %s in the feed differs from the table (-table +feed):\n%s", step, p.ID, diff)
+					}
+					// Post renders authors from the copies too: the profile is the table's.
+					u, err := a.User(as("reader"), p.Author.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, want := p.Author, (rookery.Author{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName}); got != want {
+						t.Fatalf("step %d: post %s shows its author as %+v; the profile is %+v", step, p.ID, got, want)
 					}
 				}
 				want := slices.Clone(live)
@@ -109,6 +126,12 @@ func TestPostCache(t *testing.T) {
 					wg.Wait()
 				case op < 6:
 					if _, _, err := a.AddComment(as("l0"), id, app.CommentInput{Text: fmt.Sprintf("comment %d", step)}); err != nil {
+						t.Fatal(err)
+					}
+				case op < 7 && rng.IntN(2) == 0: // an author renames themself
+					u := []string{"author", "other"}[rng.IntN(2)]
+					name := fmt.Sprintf("%s at %d", u, step)
+					if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: fmt.Sprintf("%s_%d", u, step), DisplayName: &name}); err != nil {
 						t.Fatal(err)
 					}
 				case op < 8:
@@ -147,7 +170,99 @@ func TestPostCache(t *testing.T) {
 			if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(deletes) {
 				t.Fatalf("the post cache served %d posts and missed %d, after %d deletions; want a miss per deletion at most", h, m, deletes)
 			}
-			t.Logf("post cache: %d hits, %d misses, %d deletions", hits.Load(), misses.Load(), deletes)
+			// Every profile write sets its copy: no author is read from the table.
+			if h, m := authorHits.Load(), authorMisses.Load(); h == 0 || m != 0 {
+				t.Fatalf("the author copies served %d and missed %d; want no miss", h, m)
+			}
+			t.Logf("posts: %d hits, %d misses, %d deletions; authors: %d hits", hits.Load(), misses.Load(), deletes, authorHits.Load())
+		})
+	}
+}
+
+// TestFollowsQuery: where reads are billed, the read path learns which of a page's authors the
+// reader follows from one query of the reader's follow edges, which stops after four edges per
+// author and leaves the rest to the batch read. With 300 followees of whom 10 post, the query stops
+// early; the feed, read at once after unfollows, a mute and a block (before the cleanup catches
+// up), shows exactly the posts of the authors still followed, seen and unblocked.
+func TestFollowsQuery(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			tab := open(t)
+			tl := testtable.Timelines(t, tab, tablestore.Options{})
+			w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, BilledReads: true})
+			a := w.a
+			pipeline := w.run(t)
+			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+			if _, _, err := a.PutUser(server, "reader", app.UserInput{Username: "reader"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.Create(ctx, "reader", nil); err != nil {
+				t.Fatal(err)
+			}
+			var posters []string
+			for i := range 300 {
+				u := fmt.Sprintf("f%03d", i)
+				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := a.Follow(server, "reader", u); err != nil {
+					t.Fatal(err)
+				}
+				if i%30 == 7 {
+					posters = append(posters, u)
+				}
+			}
+			byAuthor := map[string][]string{}
+			for round := range 2 {
+				for _, u := range posters {
+					p, _, err := a.CreatePost(as(u), app.PostInput{Text: fmt.Sprintf("%s %d", u, round)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					byAuthor[u] = append(byAuthor[u], p.ID)
+				}
+			}
+			pipeline.Drain(t, time.Minute)
+			check := func(hidden ...string) {
+				t.Helper()
+				var want []string
+				for _, u := range posters {
+					if !slices.Contains(hidden, u) {
+						want = append(want, byAuthor[u]...)
+					}
+				}
+				slices.Sort(want)
+				slices.Reverse(want)
+				page, err := a.Feed(as("reader"), "", 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range page.Items {
+					got = append(got, p.ID)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("hidden %v: feed %v; want %v", hidden, got, want)
+				}
+			}
+			check()
+			// At once, before the cleanup: only the read path's edge reads hide them.
+			for _, u := range []string{posters[0], posters[4], posters[9]} {
+				if err := a.Unfollow(as("reader"), "reader", u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Mute(as("reader"), "reader", posters[2]); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Block(as(posters[6]), posters[6], "reader"); err != nil {
+				t.Fatal(err)
+			}
+			check(posters[0], posters[4], posters[9], posters[2], posters[6])
+			pipeline.Drain(t, time.Minute)
+			check(posters[0], posters[4], posters[9], posters[2], posters[6])
 		})
 	}
 }

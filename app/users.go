@@ -165,12 +165,14 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 			if zoned != nil {
 				a.cacheStreak(ctx, *zoned)
 			}
+			a.authors.keep(ctx, item)
 			return userFromItem(item), cur == nil, nil
 		case errors.As(err, &ce) && ce.Index == 0:
 			return u, false, rookery.E(op, rookery.Conflict, "username is taken", err)
 		case rookery.IsKind(err, rookery.Conflict):
 			continue // the user changed under us: read again
 		default:
+			a.authors.forget(ctx, id) // a write that timed out may have committed
 			return u, false, err
 		}
 	}

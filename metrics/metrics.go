@@ -31,7 +31,7 @@ type Metrics struct {
 	ConsumerLag        *prometheus.GaugeVec     // group
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 	TimelineRebuilds   *prometheus.CounterVec   // outcome
-	PostCacheReads     *prometheus.CounterVec   // outcome: hit, miss
+	PostCacheReads     *prometheus.CounterVec   // kind: post, author; outcome: hit, miss
 
 	StreamsOpen   prometheus.Gauge
 	StreamEvents  *prometheus.CounterVec // type
@@ -131,8 +131,8 @@ func New() *Metrics {
 	}, []string{"outcome"})
 	m.PostCacheReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rookery_post_cache_reads_total",
-		Help: "Posts the home feed looked up in the post cache (--post-cache-ttl), by outcome: hit, or miss (read from the table).",
-	}, []string{"outcome"})
+		Help: "Posts and authors looked up in the post cache (--post-cache-ttl) to render posts, by kind (post, author) and outcome: hit, or miss (read from the table).",
+	}, []string{"kind", "outcome"})
 	m.reg.MustRegister(m.PostCacheReads, m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
 		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
 		m.StreamsOpen, m.StreamEvents, m.StreamDrops, m.StreamResumes,
@@ -181,9 +181,9 @@ func (m *Metrics) ObserveRebuild(outcome string) {
 }
 
 // ObservePostCache counts one read of the post cache (app.Deps.OnPostCacheRead).
-func (m *Metrics) ObservePostCache(hits, misses int) {
-	m.PostCacheReads.WithLabelValues("hit").Add(float64(hits))
-	m.PostCacheReads.WithLabelValues("miss").Add(float64(misses))
+func (m *Metrics) ObservePostCache(kind string, hits, misses int) {
+	m.PostCacheReads.WithLabelValues(kind, "hit").Add(float64(hits))
+	m.PostCacheReads.WithLabelValues(kind, "miss").Add(float64(misses))
 }
 
 // ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).

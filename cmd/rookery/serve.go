@@ -169,6 +169,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		UnsyncedConsumers: b.direct,
 		FollowerCacheIDs:  followerCache(cfg, sc),
 		PostCacheTTL:      postCacheTTL(cfg, sc),
+		BilledReads:       cfg.store == "dynamo",
 		OnPostCacheRead:   m.ObservePostCache,
 		DeletedGrace:      sc.deletedGrace,
 		IndexLag:          indexLag(cfg.store),
