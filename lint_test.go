@@ -54,7 +54,7 @@ var allowed = map[string][]string{
 	"internal/awsconf":        {},
 	"cache":                   {""},
 	"cache/cachetest":         {"", "cache", "internal/clocktest"},
-	"cache/redis":             {""},
+	"cache/redis":             {"", "cache"},
 	"ratelimit":               {""},
 	"ratelimit/ratelimittest": {"ratelimit"},
 	"ratelimit/redis":         {"", "ratelimit"},

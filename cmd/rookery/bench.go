@@ -199,6 +199,17 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.BoolVar(&webhookTwin, "webhook-twin", false, "with --webhooks, register a second endpoint that answers at once (its lag is webhook_second_lag): the baseline of a --webhook-slow run, with as many endpoints")
 	cfg.addClientFlags(f)
 	cmd.AddCommand(benchFrontCmd(cfg, stderr))
+	var headlineBound time.Duration
+	headline := &cobra.Command{
+		Use:   "headline DIR",
+		Short: "The table of issue 25's targets from the run files of scripts/bench-headline.sh in DIR: medians, ranges, ratios",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return bench.Headline(stdout, args[0], headlineBound)
+		},
+	}
+	headline.Flags().DurationVar(&headlineBound, "p99-bound", 50*time.Millisecond, "the p99 bound the capacity sweeps were run with")
+	cmd.AddCommand(headline)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",
 		Short: "Compare runs written by --out: p50 and p99 per operation, as ratios to the first file",

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The headline comparison (scripts/bench-headline.sh, issue 25's targets): run files in one
+// directory, named by what they measure, each measure repeated (-1, -2, ...):
+//
+//	feed-<target>-<n>.json               feed reads only, Reed98 at 2,000/s (targets: rookery, postgres, redis-list, fixed)
+//	capacity-<graph>-<target>-<n>.json   a dsb sweep (graphs: reed98, epinions; targets: rookery, postgres, redis-list)
+//	posts-rookery-<n>.json               posts only, soc-Epinions1 at 1,000/s, authors by followers
+//
+// postgres and redis-list are the baselines behind their HTTP front (rookery bench front), fixed
+// the front's fixed reply: the floor of HTTP on the machine.
+
+// HeadlineTargets are the columns of the headline table, in order.
+var HeadlineTargets = []string{"rookery", "postgres", "redis-list", "fixed"}
+
+// Headline reads the run files in dir and writes the headline table (Markdown): per measure, each
+// target's median and range over its runs, the ratio the target is stated in, and whether it
+// holds in every run. bound is the sweeps' p99 bound.
+func Headline(out io.Writer, dir string, bound time.Duration) error {
+	runs := map[string][]RunFile{} // file name without -<n>.json -> runs
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return err
+		}
+		var r RunFile
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		base := strings.TrimSuffix(filepath.Base(n), ".json")
+		if i := strings.LastIndexByte(base, '-'); i > 0 {
+			base = base[:i]
+		}
+		runs[base] = append(runs[base], r)
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("no run files in %s", dir)
+	}
+	// values returns one figure of every run of measure (NaN-free: runs without it are skipped).
+	values := func(measure string, f func(RunFile) (float64, bool)) []float64 {
+		var vs []float64
+		for _, r := range runs[measure] {
+			if v, ok := f(r); ok {
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
+	op := func(name string, pick func(*OpResult) float64) func(RunFile) (float64, bool) {
+		return func(r RunFile) (float64, bool) {
+			if len(r.Results) == 0 || r.Results[0].Ops[name] == nil {
+				return 0, false
+			}
+			return pick(r.Results[0].Ops[name]), true
+		}
+	}
+	server := func(pick func(*ServerUsage) float64) func(RunFile) (float64, bool) {
+		return func(r RunFile) (float64, bool) {
+			if len(r.Results) == 0 || r.Results[0].Server == nil {
+				return 0, false
+			}
+			return pick(r.Results[0].Server), true
+		}
+	}
+	knee := func(r RunFile) (float64, bool) { return Knee(r.Results, bound) }
+	p50 := func(o *OpResult) float64 { return o.P50 }
+	p99 := func(o *OpResult) float64 { return o.P99 }
+
+	fmt.Fprintf(out, "| measure | %s | target | holds |\n", strings.Join(HeadlineTargets, " | "))
+	fmt.Fprintf(out, "|---|%s---|---|\n", strings.Repeat("---|", len(HeadlineTargets)))
+	// row writes one measure: each target's median [range], and whether Rookery's every run meets
+	// limit (upper bound) when limit > 0.
+	row := func(label, prefix string, f func(RunFile) (float64, bool), unit string, limit float64, target string) {
+		cells := make([]string, len(HeadlineTargets))
+		holds := "-"
+		for i, t := range HeadlineTargets {
+			vs := values(prefix+t, f)
+			cells[i] = summary(vs, unit)
+			if t == "rookery" && limit > 0 && len(vs) > 0 {
+				holds = yesNo(slices.Max(vs) <= limit)
+			}
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s |\n", label, strings.Join(cells, " | "), target, holds)
+	}
+	row("Reed98 feed reads at 2,000/s: p50", "feed-", op(OpFeed, p50), "ms", 1, "≤ 1 ms")
+	row("Reed98 feed reads at 2,000/s: p99", "feed-", op(OpFeed, p99), "ms", 5, "≤ 5 ms")
+	row("Reed98 feed reads: server CPU per read", "feed-", server(func(s *ServerUsage) float64 { return s.CPUPerRequestMs }), "ms", 0.2, "≤ 0.2 ms")
+	for _, g := range []struct{ key, label string }{{"reed98", "Reed98"}, {"epinions", "soc-Epinions1"}} {
+		prefix := "capacity-" + g.key + "-"
+		cells := make([]string, len(HeadlineTargets))
+		for i, t := range HeadlineTargets {
+			cells[i] = summary(values(prefix+t, knee), "/s")
+			for _, r := range runs[prefix+t] {
+				if k, ok := Knee(r.Results, bound); ok && k == r.Results[len(r.Results)-1].TargetRate {
+					cells[i] += " (a run's sweep never failed: its knee is higher)"
+					break
+				}
+			}
+		}
+		fmt.Fprintf(out, "| %s dsb capacity (p99 ≤ %v, errors ≤ 1%%) | %s |  | - |\n", g.label, bound, strings.Join(cells, " | "))
+		// The ratios, run by run (the i-th Rookery run against the i-th baseline run).
+		for _, base := range []struct {
+			name string
+			min  float64
+		}{{"postgres", 2.5}, {"redis-list", 0.7}} {
+			rk, bs := values(prefix+"rookery", knee), values(prefix+base.name, knee)
+			n := min(len(rk), len(bs))
+			var ratios []float64
+			for i := range n {
+				if bs[i] > 0 {
+					ratios = append(ratios, rk[i]/bs[i])
+				}
+			}
+			holds := "-"
+			if len(ratios) > 0 {
+				holds = yesNo(slices.Min(ratios) >= base.min)
+			}
+			cells := make([]string, len(HeadlineTargets))
+			for i := range cells {
+				cells[i] = ""
+			}
+			cells[0] = summary(ratios, "x")
+			fmt.Fprintf(out, "| %s capacity, Rookery / %s front | %s | ≥ %.1fx | %s |\n", g.label, base.name, strings.Join(cells, " | "), base.min, holds)
+		}
+	}
+	lag := op(OpFanout, p99)
+	row("soc-Epinions1 posts at 1,000/s: fan-out lag p99", "posts-", func(r RunFile) (float64, bool) {
+		v, ok := lag(r)
+		return v / 1000, ok
+	}, "s", 1, "≤ 1 s")
+	row("... consumers back to zero lag after the load", "posts-", server(func(s *ServerUsage) float64 { return s.CaughtUpS }), "s", 5, "≤ 5 s")
+	row("... server CPU per post", "posts-", server(func(s *ServerUsage) float64 { return s.CPUPerRequestMs }), "ms", 1, "≤ 1 ms")
+	row("... peak RSS", "posts-", server(func(s *ServerUsage) float64 { return s.PeakRSSMiB * 1.048576 }), "MB", 548, "≤ 548 MB")
+	return nil
+}
+
+// summary is "median [min-max] unit" of vs, or "" for none.
+func summary(vs []float64, unit string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	s := slices.Sorted(slices.Values(vs))
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	if len(s) == 1 {
+		return fmt.Sprintf("%s %s", num(med), unit)
+	}
+	return fmt.Sprintf("%s [%s-%s] %s", num(med), num(s[0]), num(s[len(s)-1]), unit)
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "**no**"
+}

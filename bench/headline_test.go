@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHeadline: the table takes medians over a measure's runs, computes capacity ratios run by run
+// from each sweep's knee, and says a target holds only if every Rookery run meets it.
+func TestHeadline(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, results ...Result) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := JSON(f, RunFile{Mix: "x", Results: results}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed := func(p50, p99, cpu float64) Result {
+		return Result{Ops: map[string]*OpResult{OpFeed: {P50: p50, P99: p99}}, Server: &ServerUsage{CPUPerRequestMs: cpu}}
+	}
+	step := func(rate, p99 float64) Result {
+		return Result{TargetRate: rate, Ops: map[string]*OpResult{OpFeed: {P99: p99}}}
+	}
+	write("feed-rookery-1.json", feed(0.9, 4, 0.19))
+	write("feed-rookery-2.json", feed(1.1, 4.5, 0.18)) // one run over 1 ms: p50 does not hold
+	write("feed-rookery-3.json", feed(0.8, 3, 0.15))
+	write("feed-redis-list-1.json", feed(0.7, 2, 0.1))
+	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 20), step(1440, 80)) // knee 1200
+	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60))                  // knee 400: 3x
+	write("capacity-epinions-rookery-1.json", step(1000, 10), step(1200, 20))               // never failed
+	write("capacity-reed98-redis-list-1.json", step(1000, 10), step(1200, 10), step(1440, 10), step(1728, 90))
+	var b strings.Builder
+	if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"| Reed98 feed reads at 2,000/s: p50 | 0.90 [0.80-1.10] ms |  | 0.70 ms |  | ≤ 1 ms | **no** |",
+		"| Reed98 feed reads at 2,000/s: p99 | 4.00 [3.00-4.50] ms |  | 2.00 ms |  | ≤ 5 ms | yes |",
+		"| Reed98 feed reads: server CPU per read | 0.18 [0.15-0.19] ms |",
+		"| Reed98 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 /s | 400 /s | 1440 /s |  |  | - |",
+		"| Reed98 capacity, Rookery / postgres front | 3.00 x |  |  |  | ≥ 2.5x | yes |",
+		"| Reed98 capacity, Rookery / redis-list front | 0.83 x |  |  |  | ≥ 0.7x | yes |",
+		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 /s (a run's sweep never failed: its knee is higher) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+}

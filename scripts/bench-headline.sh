@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# bench-headline.sh — issue 25's headline comparison in one command: Rookery (embedded default)
+# against the baselines behind an HTTP front with Rookery's auth and reply shape (PostgreSQL fan-out
+# on read; seed 002's naive Redis lists) and the front's fixed reply (the floor of HTTP here), on
+# this machine, each measure repeated RUNS times (default 3); then one table of medians, ranges
+# and ratios (rookery bench headline), which docs/performance.md leads with.
+#
+#   scripts/bench-headline.sh [OUT_DIR]        (default bench-results/headline)
+#
+# Measures: feed reads only on socfb-Reed98 at 2,000/s (pages of 20); capacity sweeps of the dsb mix
+# (p99 <= 50 ms, errors <= 1%, steps of 1.2x) on Reed98 and soc-Epinions1; posts only on
+# soc-Epinions1 at 1,000/s by authors picked by followers. Each graph is imported into Rookery once;
+# every Rookery run starts from a fresh copy of that data directory. Needs PostgreSQL
+# (127.0.0.1:5432, database test) and Redis (127.0.0.1:6379): scripts/test.sh starts them on a
+# machine without. Takes about an hour on 2 cores (the Epinions import alone 3-5 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-3}
+out=${1:-bench-results/headline}
+graphs=${GRAPHS:-../shared/data/graphs}
+reed=$graphs/socfb-Reed98.edges
+epin=$graphs/soc-Epinions1.txt.gz
+mkdir -p "$out" bin
+rm -f "$out"/*.json
+go build -o bin/rookery ./cmd/rookery
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+work=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+ready() { # url log
+	for _ in $(seq 1 3000); do curl -fs "$1/readyz" >/dev/null 2>&1 && return; sleep 0.1; done
+	echo "did not start:"; tail -20 "$2"; exit 1
+}
+serve() { # data-dir
+	bin/rookery serve --data-dir "$1" --addr 127.0.0.1:18080 --log-level warn >"$1.log" 2>&1 &
+	pid=$!
+	ready http://127.0.0.1:18080 "$1.log"
+}
+front() { # target graph [flags...]: loads the graph into the baseline, then serves it on 18090
+	local target=$1 graph=$2; shift 2
+	bin/rookery bench front --target "$target" --graph "$graph" --data-dir "$work/$(basename "$graph")" \
+		--addr 127.0.0.1:18090 --baseline-name "rookeryhead$$" "$@" >"$work/front.log" 2>&1 &
+	pid=$!
+	ready http://127.0.0.1:18090 "$work/front.log"
+}
+stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+bench() { bin/rookery bench "$@"; }
+
+load_graph() { # graph [--symmetric]: into $work/<graph name>, with posts made by a dsb run
+	local graph=$1; shift
+	local dir=$work/$(basename "$graph")
+	echo "== importing $graph into Rookery (once)"
+	serve "$dir"
+	bench --graph "$graph" "$@" --import --server http://127.0.0.1:18080 --data-dir "$dir" \
+		--mix dsb --rate 300 --duration 15s --catch-up-wait 1m >/dev/null
+	stop
+}
+fresh() { # graph: a fresh copy of its import, served
+	rm -rf "$work/run"; cp -a "$work/$(basename "$1")" "$work/run"
+	serve "$work/run"
+}
+# measure name graph [flags...]: every target, RUNS times each, into $out/<name>-<target>-<n>.json.
+measure() {
+	local name=$1 graph=$2; shift 2
+	local flags=("$@")
+	for run in $(seq 1 "$runs"); do
+		echo "== $name: rookery, run $run of $runs"
+		fresh "$graph"
+		bench --graph "$graph" --server http://127.0.0.1:18080 --data-dir "$work/run" \
+			--out "$out/$name-rookery-$run.json" "${flags[@]}"
+		stop
+	done
+	local targets=(postgres redis-list)
+	[ "$name" = feed ] && targets+=(fixed)
+	local sym=()
+	[ "$graph" = "$reed" ] && sym=(--symmetric)
+	for target in "${targets[@]}"; do
+		# The fixed reply is the size of Rookery's page of 20 (about 4,900 bytes).
+		front "$target" "$graph" "${sym[@]}" --fixed-bytes 4900
+		# The front's baseline gets posts as Rookery's import did (not measured).
+		bench --graph "$graph" --server http://127.0.0.1:18090 --data-dir "$work/$(basename "$graph")" \
+			--mix dsb --rate 300 --duration 15s --catch-up-wait 0 "${sym[@]}" >/dev/null
+		for run in $(seq 1 "$runs"); do
+			echo "== $name: $target behind the front, run $run of $runs"
+			bench --graph "$graph" --server http://127.0.0.1:18090 --data-dir "$work/$(basename "$graph")" \
+				--catch-up-wait 0 --out "$out/$name-$target-$run.json" "${flags[@]}"
+		done
+		stop
+	done
+}
+
+load_graph "$reed" --symmetric
+measure feed "$reed" --symmetric --mix feed --feed-limit 20 --rate 2000 --duration 15s --warmup 10s --lag-sample 0
+measure capacity-reed98 "$reed" --symmetric --mix dsb --sweep --rate 400 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
+load_graph "$epin"
+measure capacity-epinions "$epin" --mix dsb --sweep --rate 200 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
+for run in $(seq 1 "$runs"); do
+	echo "== posts: rookery, run $run of $runs"
+	fresh "$epin"
+	bench --graph "$epin" --server http://127.0.0.1:18080 --data-dir "$work/run" --out "$out/posts-rookery-$run.json" \
+		--mix post --users followers --rate 1000 --duration 30s --lag-sample 0.005
+	stop
+done
+echo "== headline ($(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; CPU of the PostgreSQL and Redis fronts excludes the database's)"
+bin/rookery bench headline "$out"
