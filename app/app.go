@@ -164,7 +164,9 @@ func New(d Deps) *App {
 	eng := d.Engagement.withDefaults(d.Clock)
 	posts, authors := newCopies(eng.Cache, d.PostCacheTTL, d.OnPostCacheRead)
 	hot := newHotCounters(d.Table)
-	hot.committed = func(ctx context.Context, k table.Key) { posts.reread(ctx, d.Table, k) }
+	hot.committed = func(ctx context.Context, k table.Key, err error) {
+		posts.settle(ctx, d.Table, postOf(k), k, err)
+	}
 	return &App{posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}

@@ -19,7 +19,7 @@ import (
 // and the applied records keep redeliveries from counting twice.
 type hotCounters struct {
 	table     table.Table
-	committed func(ctx context.Context, k table.Key) // told of each committed increment of k
+	committed func(ctx context.Context, k table.Key, err error) // told how each increment of k ended
 	mu        sync.Mutex
 	pending   map[table.Key]*counterBatch // the batch gathering increments, per post item
 }
@@ -44,7 +44,7 @@ type counterEntry struct {
 }
 
 func newHotCounters(t table.Table) *hotCounters {
-	return &hotCounters{table: t, pending: map[table.Key]*counterBatch{}, committed: func(context.Context, table.Key) {}}
+	return &hotCounters{table: t, pending: map[table.Key]*counterBatch{}, committed: func(context.Context, table.Key, error) {}}
 }
 
 // add counts delta on attribute attr of item k for the event whose applied record is applied, and
@@ -107,7 +107,7 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 		switch {
 		case err == nil:
 			if withCount && len(entries) > 0 {
-				h.committed(ctx, k)
+				h.committed(ctx, k, nil)
 			}
 			return nil
 		case errors.As(err, &ce) && ce.Index < len(entries):
@@ -115,7 +115,7 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 		case errors.As(err, &ce):
 			withCount = false // the post is gone: nothing to count on
 		default:
-			h.committed(ctx, k) // it may have committed (a timeout)
+			h.committed(ctx, k, err) // it may have committed (a timeout)
 			return err
 		}
 	}

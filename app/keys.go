@@ -240,6 +240,9 @@ func followItem(follower, followee string, at time.Time) table.Item {
 
 func postKey(id string) table.Key { return table.Key{PK: "POST#" + id, SK: skMeta} }
 
+// postOf is the id of post item k.
+func postOf(k table.Key) string { return strings.TrimPrefix(k.PK, "POST#") }
+
 func postTagKey(id, tag string) table.Key { return table.Key{PK: "POST#" + id, SK: "TAG#" + tag} }
 
 func likeKey(post, user string) table.Key { return table.Key{PK: "POST#" + post, SK: "LIKE#" + user} }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/table"
 )
@@ -35,6 +36,10 @@ type copies struct {
 
 // tombstone is the version of a deleted item's copy.
 const tombstone = math.MaxInt64
+
+// setTimeout bounds a write of copies; it runs on after its request ends (a writer whose client
+// went away must still set what its commit made stale).
+const setTimeout = 10 * time.Second
 
 // DefaultPostCacheTTL is how long a copy lives with Deps.PostCacheTTL unset on a store that bills
 // reads.
@@ -100,23 +105,37 @@ func (p *copies) keep(ctx context.Context, items ...table.Item) {
 		}
 		entries = append(entries, cache.Entry{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: table.AppendItem(nil, c)})
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
+	defer cancel()
 	_ = p.c.SetMany(ctx, entries, p.ttl)
 }
 
 // forget sets item id's tombstone.
 func (p *copies) forget(ctx context.Context, id string) {
-	if p != nil {
-		_ = p.c.Set(ctx, p.key(id), tombstone, []byte{}, p.ttl)
-	}
-}
-
-// reread reads item k back after a write committed and keeps it (gone: nothing to keep, its
-// deletion set the tombstone).
-func (p *copies) reread(ctx context.Context, t table.Table, k table.Key) {
 	if p == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
+	defer cancel()
+	_ = p.c.Set(ctx, p.key(id), tombstone, []byte{}, p.ttl)
+}
+
+// settle sets the copy of item id (key k) after a write of it ended with err: the item read back
+// after a commit, or a tombstone after an error, since a write that timed out may commit after any
+// read back (gone: nothing to keep, its deletion set the tombstone).
+func (p *copies) settle(ctx context.Context, t table.Table, id string, k table.Key, err error) {
+	if p == nil {
+		return
+	}
+	if err != nil {
+		p.forget(ctx, id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
+	defer cancel()
 	if it, err := t.Get(ctx, k); err == nil {
 		p.keep(ctx, it)
+	} else if !rookery.IsKind(err, rookery.NotFound) {
+		p.forget(ctx, id)
 	}
 }

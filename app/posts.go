@@ -625,7 +625,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
-	a.posts.reread(ctx, a.table, postKey(id)) // whatever err says: a write that timed out may have committed
+	a.posts.settle(ctx, a.table, id, postKey(id), err)
 	if err != nil {
 		if rookery.IsKind(err, rookery.Conflict) {
 			return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
