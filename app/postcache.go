@@ -19,7 +19,9 @@ import (
 //
 // Invariant: a copy at version v is the item as it was at version v, or a tombstone (the item was
 // deleted; version MaxInt64, which nothing replaces). Every writer sets the new copy after its
-// write commits (the item it wrote, or read back strongly after its commit), or a tombstone. A
+// write commits (the item it wrote, or read back strongly after its commit), or a tombstone; a
+// writer whose write failed sets a tombstone, since a write that timed out may commit after any
+// read back. The sets run on after the writer's request ends. A
 // reader that misses, or finds a tombstone, reads the table strongly and keeps what it read, which
 // the version keeps from replacing a newer copy. So a copy lags the table only when a writer
 // stopped (or the cache failed) between its commit and its set, and then for the copy's TTL at
