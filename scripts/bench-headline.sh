@@ -6,6 +6,7 @@
 # and ratios (rookery bench headline), which docs/performance.md leads with.
 #
 #   scripts/bench-headline.sh [OUT_DIR]        (default bench-results/headline)
+#   RUNS=1 MEASURES="feed posts" scripts/bench-headline.sh   (some of: feed capacity posts)
 #
 # Measures: feed reads only on socfb-Reed98 at 2,000/s (pages of 20); capacity sweeps of the dsb mix
 # (p99 <= 50 ms, errors <= 1%, steps of 1.2x) on Reed98 and soc-Epinions1; posts only on
@@ -16,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
+measures=" ${MEASURES:-feed capacity posts} "
 out=${1:-bench-results/headline}
 graphs=${GRAPHS:-../shared/data/graphs}
 reed=$graphs/socfb-Reed98.edges
@@ -77,31 +79,46 @@ measure() {
 	local sym=()
 	[ "$graph" = "$reed" ] && sym=(--symmetric)
 	for target in "${targets[@]}"; do
-		# The fixed reply is the size of Rookery's page of 20 (about 4,900 bytes).
-		front "$target" "$graph" "${sym[@]}" --fixed-bytes 4900
-		# The front's baseline gets posts as Rookery's import did (not measured).
-		bench --graph "$graph" --server http://127.0.0.1:18090 --data-dir "$work/$(basename "$graph")" \
-			--mix dsb --rate 300 --duration 15s --catch-up-wait 0 "${sym[@]}" >/dev/null
 		for run in $(seq 1 "$runs"); do
 			echo "== $name: $target behind the front, run $run of $runs"
+			# Each run from the same state, as each Rookery run starts from a fresh copy: the graph
+			# loaded again, and posts made as Rookery's import made them (not measured). The fixed
+			# reply is the size of Rookery's page of 20 (about 4,900 bytes).
+			front "$target" "$graph" "${sym[@]}" --fixed-bytes 4900
 			bench --graph "$graph" --server http://127.0.0.1:18090 --data-dir "$work/$(basename "$graph")" \
-				--catch-up-wait 0 --out "$out/$name-$target-$run.json" "${flags[@]}"
+				--mix dsb --rate 300 --duration 15s --catch-up-wait 0 "${sym[@]}" >/dev/null
+			# The front's CPU per request from its /metrics (not its database's).
+			bench --graph "$graph" --server http://127.0.0.1:18090 --data-dir "$work/$(basename "$graph")" \
+				--catch-up-wait 5s --out "$out/$name-$target-$run.json" "${flags[@]}"
+			stop
 		done
-		stop
 	done
 }
 
-load_graph "$reed" --symmetric
-measure feed "$reed" --symmetric --mix feed --feed-limit 20 --rate 2000 --duration 15s --warmup 10s --lag-sample 0
-measure capacity-reed98 "$reed" --symmetric --mix dsb --sweep --rate 400 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
-load_graph "$epin"
-measure capacity-epinions "$epin" --mix dsb --sweep --rate 200 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
-for run in $(seq 1 "$runs"); do
-	echo "== posts: rookery, run $run of $runs"
-	fresh "$epin"
-	bench --graph "$epin" --server http://127.0.0.1:18080 --data-dir "$work/run" --out "$out/posts-rookery-$run.json" \
-		--mix post --users followers --rate 1000 --duration 30s --lag-sample 0.005
-	stop
-done
+wants() { [[ $measures == *" $1 "* ]]; }
+if wants feed || wants capacity; then
+	load_graph "$reed" --symmetric
+fi
+if wants feed; then
+	measure feed "$reed" --symmetric --mix feed --feed-limit 20 --rate 2000 --duration 15s --warmup 10s --lag-sample 0
+fi
+if wants capacity; then
+	measure capacity-reed98 "$reed" --symmetric --mix dsb --sweep --rate 400 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
+fi
+if wants capacity || wants posts; then
+	load_graph "$epin"
+fi
+if wants capacity; then
+	measure capacity-epinions "$epin" --mix dsb --sweep --rate 200 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
+fi
+if wants posts; then
+	for run in $(seq 1 "$runs"); do
+		echo "== posts: rookery, run $run of $runs"
+		fresh "$epin"
+		bench --graph "$epin" --server http://127.0.0.1:18080 --data-dir "$work/run" --out "$out/posts-rookery-$run.json" \
+			--mix post --users followers --rate 1000 --duration 30s --lag-sample 0.005
+		stop
+	done
+fi
 echo "== headline ($(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; CPU of the PostgreSQL and Redis fronts excludes the database's)"
 bin/rookery bench headline "$out"
