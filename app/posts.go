@@ -380,7 +380,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		if !rookery.ValidUserID(viewer) {
 			continue
 		}
-		unsettled, err := a.followsIn(ctx, v, authors)
+		known, err := a.followsIn(ctx, v, authors)
 		if err != nil {
 			return nil, err
 		}
@@ -388,7 +388,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 			if viewer == id {
 				continue
 			}
-			if unsettled[id] {
+			if id > known {
 				keys, owners = append(keys, followKey(viewer, id)), append(owners, v)
 			}
 			keys = append(keys, blockKey(id, viewer), blockKey(viewer, id))
@@ -416,7 +416,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 			switch {
 			case isUserKey(k):
 				users[it.String("id")] = it
-				if !userGone(it) { // a deleted user's copy is their tombstone, which DeleteUser set
+				if a.authors != nil && !userGone(it) { // a deleted user's copy is their tombstone, which DeleteUser set
 					readUsers = append(readUsers, it)
 				}
 			case isFollowKey(k):
@@ -432,7 +432,9 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 				}
 			case sk == skMeta:
 				posts[it.String("id")] = it
-				read = append(read, it)
+				if a.posts != nil {
+					read = append(read, it)
+				}
 			default:
 				v.liked[it.String("post_id")] = true
 			}
@@ -443,36 +445,33 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	return vs, nil
 }
 
-// followsIn fills in which of authors (sorted, distinct) v's viewer follows and returns the others,
-// whose follow edges are still to be read (all of them, unless the store bills reads by the item).
-// A store that does (DynamoDB: a read unit per item of a batch read, but per 4 KB of a query's
-// items) reads the viewer's follow edges from the first of authors to the last with one query,
-// up to followsQueryPer edges per author: about 25 edges a read unit, where reading each author's
-// edge is one unit. The authors beyond where the query stopped stay to be read.
-func (a *App) followsIn(ctx context.Context, v *view, authors []string) (unsettled map[string]bool, err error) {
-	unsettled = make(map[string]bool, len(authors))
-	for _, id := range authors {
-		unsettled[id] = id != v.viewer
-	}
+// followsIn fills in which of authors (sorted, distinct) v's viewer follows, up to the author
+// known: the follow edges of those after it are still to be read ("": all of them, unless the store
+// bills reads by the item). A store that does (DynamoDB: a read unit per item of a batch read, but
+// per 4 KB of a query's items) reads the viewer's follow edges from the first of authors to the
+// last with one query, up to followsQueryPer edges per author: about 25 edges a read unit, where
+// reading each author's edge is one unit. Up to the last edge the query read, an author without
+// one is not followed.
+func (a *App) followsIn(ctx context.Context, v *view, authors []string) (known string, err error) {
 	if !a.billedReads || len(authors) < followsQueryMin {
-		return unsettled, nil
+		return "", nil
 	}
-	q := table.Query{PK: followKey(v.viewer, "").PK, Limit: followsQueryPer * len(authors),
-		SK: table.SKCond{Op: table.SKBetween, Value: authors[0], Value2: authors[len(authors)-1]}}
-	page, err := a.table.Query(ctx, q)
+	last := authors[len(authors)-1]
+	page, err := a.table.Query(ctx, table.Query{PK: followKey(v.viewer, "").PK, Limit: followsQueryPer * len(authors),
+		SK: table.SKCond{Op: table.SKBetween, Value: authors[0], Value2: last}})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, it := range page.Items {
 		v.follows[it.Key().SK] = true
 	}
-	for _, id := range authors {
-		// Up to the last edge read, an author without one is not followed.
-		if page.Next == "" || len(page.Items) > 0 && id <= page.Items[len(page.Items)-1].Key().SK {
-			delete(unsettled, id)
-		}
+	switch {
+	case page.Next == "":
+		return last, nil
+	case len(page.Items) > 0:
+		return page.Items[len(page.Items)-1].Key().SK, nil
 	}
-	return unsettled, nil
+	return "", nil
 }
 
 // followsQueryMin is the fewest authors whose follow edges a query reads (below it, a batch read
