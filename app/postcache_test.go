@@ -14,7 +14,9 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/testtable"
+	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
@@ -26,11 +28,8 @@ import (
 func TestPostCache(t *testing.T) {
 	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			tab := open(t)
-			tl := testtable.Timelines(t, tab, tablestore.Options{})
 			var hits, misses, authorHits, authorMisses atomic.Int64
-			w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, PostCacheTTL: time.Hour,
+			a, pipeline := readerWorld(t, open(t), app.Deps{PostCacheTTL: time.Hour,
 				OnPostCacheRead: func(kind string, h, m int) {
 					if kind == "author" {
 						authorHits.Add(int64(h))
@@ -40,18 +39,10 @@ func TestPostCache(t *testing.T) {
 					hits.Add(int64(h))
 					misses.Add(int64(m))
 				}})
-			a := w.a
-			pipeline := w.run(t)
-			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
-			users := []string{"author", "other", "reader", "l0", "l1", "l2", "l3"}
-			for _, u := range users {
+			for _, u := range []string{"author", "other", "l0", "l1", "l2", "l3"} {
 				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := tl.Create(ctx, "reader", nil); err != nil {
-				t.Fatal(err)
 			}
 			for _, f := range []string{"author", "other"} {
 				if _, err := a.Follow(server, "reader", f); err != nil {
@@ -187,20 +178,7 @@ func TestPostCache(t *testing.T) {
 func TestFollowsQuery(t *testing.T) {
 	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			tab := open(t)
-			tl := testtable.Timelines(t, tab, tablestore.Options{})
-			w := newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, BilledReads: true})
-			a := w.a
-			pipeline := w.run(t)
-			server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
-			if _, _, err := a.PutUser(server, "reader", app.UserInput{Username: "reader"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := tl.Create(ctx, "reader", nil); err != nil {
-				t.Fatal(err)
-			}
+			a, pipeline := readerWorld(t, open(t), app.Deps{BilledReads: true})
 			var posters []string
 			for i := range 300 {
 				u := fmt.Sprintf("f%03d", i)
@@ -257,4 +235,20 @@ func TestFollowsQuery(t *testing.T) {
 			check(posters[0], posters[4], posters[9], posters[2], posters[6])
 		})
 	}
+}
+
+// readerWorld is an App over tab with d's options and table timelines, its pipeline running (every
+// event delivered twice), and user "reader" with a timeline.
+func readerWorld(t *testing.T, tab table.Table, d app.Deps) (*app.App, *eventstest.Pipeline) {
+	t.Helper()
+	d.Table, d.Timelines = tab, testtable.Timelines(t, tab, tablestore.Options{})
+	w := newTwiceWorld(t, d)
+	pipeline := w.run(t)
+	if _, _, err := w.a.PutUser(server, "reader", app.UserInput{Username: "reader"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Timelines.Create(context.Background(), "reader", nil); err != nil {
+		t.Fatal(err)
+	}
+	return w.a, pipeline
 }
