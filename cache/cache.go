@@ -74,14 +74,9 @@ func NewMemory(clock rookery.Clock, maxEntries int) *Memory {
 }
 
 // Get implements Cache.
-func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.values[key]
-	if !ok || !m.clock.Now().Before(v.expires) {
-		return nil, false, nil
-	}
-	return append([]byte(nil), v.val...), true, nil
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	vals, _ := m.GetMany(ctx, []string{key})
+	return vals[0], vals[0] != nil, nil
 }
 
 // GetMany implements Cache.
@@ -98,15 +93,13 @@ func (m *Memory) GetMany(_ context.Context, keys []string) ([][]byte, error) {
 	return out, nil
 }
 
-// Set implements Cache. When the cache is full, some entries are evicted (Go's map order: random).
-func (m *Memory) Set(_ context.Context, key string, version int64, val []byte, ttl time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.setLocked(m.clock.Now(), key, version, val, ttl)
-	return nil
+// Set implements Cache.
+func (m *Memory) Set(ctx context.Context, key string, version int64, val []byte, ttl time.Duration) error {
+	return m.SetMany(ctx, []Entry{{Key: key, Version: version, Val: val}}, ttl)
 }
 
-// SetMany implements Cache.
+// SetMany implements Cache. When the cache is full, some entries are evicted (Go's map order:
+// random).
 func (m *Memory) SetMany(_ context.Context, entries []Entry, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

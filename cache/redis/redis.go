@@ -39,25 +39,21 @@ redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
+// valueKey is the Redis key of the cached value key.
+func (s *Store) valueKey(key string) string { return s.prefix + ":c:" + key }
+
 // Get implements cache.Cache.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	b, err := s.c.HGet(ctx, s.prefix+":c:"+key, "d").Bytes()
-	if errors.Is(err, goredis.Nil) {
-		return nil, false, nil
-	}
+	vals, err := s.GetMany(ctx, []string{key})
 	if err != nil {
-		return nil, false, s.unavailable("redis.Get", err)
+		return nil, false, err
 	}
-	return b, true, nil
+	return vals[0], vals[0] != nil, nil
 }
 
 // Set implements cache.Cache.
 func (s *Store) Set(ctx context.Context, key string, version int64, val []byte, ttl time.Duration) error {
-	err := set.Run(ctx, s.c, []string{s.prefix + ":c:" + key}, version, val, max(ttl.Milliseconds(), 1)).Err()
-	if err != nil {
-		return s.unavailable("redis.Set", err)
-	}
-	return nil
+	return s.SetMany(ctx, []cache.Entry{{Key: key, Version: version, Val: val}}, ttl)
 }
 
 // GetMany implements cache.Cache, with one pipeline (on a cluster, one per node).
@@ -69,7 +65,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	cmds := make([]*goredis.StringCmd, len(keys))
 	_, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, k := range keys {
-			cmds[i] = p.HGet(ctx, s.prefix+":c:"+k, "d")
+			cmds[i] = p.HGet(ctx, s.valueKey(k), "d")
 		}
 		return nil
 	})
@@ -93,7 +89,7 @@ func (s *Store) SetMany(ctx context.Context, entries []cache.Entry, ttl time.Dur
 	ms := max(ttl.Milliseconds(), 1)
 	_, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, e := range entries {
-			set.Eval(ctx, p, []string{s.prefix + ":c:" + e.Key}, e.Version, e.Val, ms)
+			set.Eval(ctx, p, []string{s.valueKey(e.Key)}, e.Version, e.Val, ms)
 		}
 		return nil
 	})
