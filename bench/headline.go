@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,7 +30,7 @@ var HeadlineTargets = []string{"rookery", "postgres", "redis-list", "fixed"}
 // target's median and range over its runs, the ratio the target is stated in, and whether it
 // holds in every run. bound is the sweeps' p99 bound.
 func Headline(out io.Writer, dir string, bound time.Duration) error {
-	runs := map[string][]RunFile{} // file name without -<n>.json -> runs
+	runs := map[string]map[int]RunFile{} // file name without -<n>.json -> runs by n
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return err
@@ -43,19 +45,25 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			return fmt.Errorf("%s: %w", n, err)
 		}
 		base := strings.TrimSuffix(filepath.Base(n), ".json")
-		if i := strings.LastIndexByte(base, '-'); i > 0 {
-			base = base[:i]
+		i := strings.LastIndexByte(base, '-')
+		k, err := strconv.Atoi(base[i+1:])
+		if i <= 0 || err != nil {
+			return fmt.Errorf("%s: not <measure>-<target>-<run>.json", n)
 		}
-		runs[base] = append(runs[base], r)
+		base = base[:i]
+		if runs[base] == nil {
+			runs[base] = map[int]RunFile{}
+		}
+		runs[base][k] = r
 	}
 	if len(runs) == 0 {
 		return fmt.Errorf("no run files in %s", dir)
 	}
-	// values returns one figure of every run of measure (NaN-free: runs without it are skipped).
+	// values returns the figure of every run of measure that has it, in run order.
 	values := func(measure string, f func(RunFile) (float64, bool)) []float64 {
 		var vs []float64
-		for _, r := range runs[measure] {
-			if v, ok := f(r); ok {
+		for _, k := range slices.Sorted(maps.Keys(runs[measure])) {
+			if v, ok := f(runs[measure][k]); ok {
 				vs = append(vs, v)
 			}
 		}
@@ -113,27 +121,31 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			}
 		}
 		fmt.Fprintf(out, "| %s dsb capacity (p99 ≤ %v, errors ≤ 1%%) | %s |  | - |\n", g.label, bound, strings.Join(cells, " | "))
-		// The ratios, run by run (the i-th Rookery run against the i-th baseline run).
+		// The ratios, run by run (Rookery's run n against the baseline's run n). A Rookery run
+		// whose first step failed counts as 0; a baseline's, which has no knee to divide by, is
+		// left out.
 		for _, base := range []struct {
 			name string
 			min  float64
 		}{{"postgres", 2.5}, {"redis-list", 0.7}} {
-			rk, bs := values(prefix+"rookery", knee), values(prefix+base.name, knee)
-			n := min(len(rk), len(bs))
 			var ratios []float64
-			for i := range n {
-				if bs[i] > 0 {
-					ratios = append(ratios, rk[i]/bs[i])
+			for _, k := range slices.Sorted(maps.Keys(runs[prefix+"rookery"])) {
+				b, ok := runs[prefix+base.name][k]
+				if !ok {
+					continue
 				}
+				bk, ok := knee(b)
+				if !ok || bk == 0 {
+					continue
+				}
+				rk, _ := knee(runs[prefix+"rookery"][k])
+				ratios = append(ratios, rk/bk)
 			}
 			holds := "-"
 			if len(ratios) > 0 {
 				holds = yesNo(slices.Min(ratios) >= base.min)
 			}
 			cells := make([]string, len(HeadlineTargets))
-			for i := range cells {
-				cells[i] = ""
-			}
 			cells[0] = summary(ratios, "x")
 			fmt.Fprintf(out, "| %s capacity, Rookery / %s front | %s | ≥ %.1fx | %s |\n", g.label, base.name, strings.Join(cells, " | "), base.min, holds)
 		}

@@ -35,6 +35,13 @@ func TestHeadline(t *testing.T) {
 	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 20), step(1440, 80)) // knee 1200
 	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60))                  // knee 400: 3x
 	write("capacity-epinions-rookery-1.json", step(1000, 10), step(1200, 20))               // never failed
+	// Pairs are by run number: Rookery's run 2 failed its first step (a ratio of 0), the baseline's
+	// run 3 did (no ratio).
+	write("capacity-epinions-rookery-2.json", step(1000, 90))
+	write("capacity-epinions-rookery-3.json", step(1000, 10), step(1200, 10), step(1440, 90))
+	write("capacity-epinions-postgres-1.json", step(400, 10), step(480, 90))
+	write("capacity-epinions-postgres-2.json", step(400, 10), step(480, 90))
+	write("capacity-epinions-postgres-3.json", step(400, 90))
 	write("capacity-reed98-redis-list-1.json", step(1000, 10), step(1200, 10), step(1440, 10), step(1728, 90))
 	var b strings.Builder
 	if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
@@ -48,7 +55,8 @@ func TestHeadline(t *testing.T) {
 		"| Reed98 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 /s | 400 /s | 1440 /s |  |  | - |",
 		"| Reed98 capacity, Rookery / postgres front | 3.00 x |  |  |  | ≥ 2.5x | yes |",
 		"| Reed98 capacity, Rookery / redis-list front | 0.83 x |  |  |  | ≥ 0.7x | yes |",
-		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 /s (a run's sweep never failed: its knee is higher) |",
+		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 [1200-1200] /s (a run's sweep never failed: its knee is higher) | 400 [400-400] /s |",
+		"| soc-Epinions1 capacity, Rookery / postgres front | 1.50 [0.00-3.00] x |  |  |  | ≥ 2.5x | **no** |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q:\n%s", want, got)
