@@ -18,19 +18,8 @@ name=$(basename "$graph" | cut -d. -f1)
 runs=${RUNS:-1}
 mkdir -p bench-results bin
 go build -o bin/rookery ./cmd/rookery
-work=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-serve() { # data-dir timelines [redis-prefix]
-	bin/rookery serve --data-dir "$1" --addr 127.0.0.1:18080 --timelines "$2" --redis-prefix "${3:-rookerybench$$}" \
-		--log-level warn >"$1.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 1 100); do curl -fs http://127.0.0.1:18080/readyz >/dev/null 2>&1 && return; sleep 0.1; done
-	echo "the server did not start:"; cat "$1.log"; exit 1
-}
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
 # The flags of the measured runs, without those that only the import takes.
 import_flags=()
 args=("$@")
@@ -42,7 +31,7 @@ for i in "${!args[@]}"; do
 done
 
 echo "== importing $graph into Rookery (once)"
-serve "$work/imported" store
+serve "$work/imported" --timelines store --redis-prefix "rookerybench$$"
 bin/rookery bench --graph "$graph" --import --server http://127.0.0.1:18080 --data-dir "$work/imported" \
 	--mix post --rate 1 --duration 1s --catch-up-wait 0 "${import_flags[@]}" >/dev/null
 stop
@@ -51,7 +40,7 @@ for timelines in store redis; do
 	for run in $(seq 1 "$runs"); do
 		echo "== rookery, $timelines timelines, run $run of $runs (a fresh copy of the import)"
 		rm -rf "$work/run"; cp -a "$work/imported" "$work/run"
-		serve "$work/run" "$timelines" "rookerybench$$-$run" # Redis timelines: none of an earlier run's
+		serve "$work/run" --timelines "$timelines" --redis-prefix "rookerybench$$-$run" # Redis timelines: none of an earlier run's
 		suffix=; [ "$run" -gt 1 ] && suffix=-$run
 		bin/rookery bench --graph "$graph" --server http://127.0.0.1:18080 --data-dir "$work/run" \
 			--out "bench-results/$name-rookery-$timelines$suffix.json" "$@"

@@ -26,20 +26,8 @@ mkdir -p "$out" bin
 rm -f "$out"/*.json
 go build -o bin/rookery ./cmd/rookery
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
-work=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-ready() { # url log
-	for _ in $(seq 1 3000); do curl -fs "$1/readyz" >/dev/null 2>&1 && return; sleep 0.1; done
-	echo "did not start:"; tail -20 "$2"; exit 1
-}
-serve() { # data-dir
-	bin/rookery serve --data-dir "$1" --addr 127.0.0.1:18080 --log-level warn >"$1.log" 2>&1 &
-	pid=$!
-	ready http://127.0.0.1:18080 "$1.log"
-}
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
 front() { # target graph [flags...]: loads the graph into the baseline, then serves it on 18090
 	local target=$1 graph=$2; shift 2
 	bin/rookery bench front --target "$target" --graph "$graph" --data-dir "$work/$(basename "$graph")" \
@@ -47,7 +35,6 @@ front() { # target graph [flags...]: loads the graph into the baseline, then ser
 	pid=$!
 	ready http://127.0.0.1:18090 "$work/front.log"
 }
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
 bench() { bin/rookery bench "$@"; }
 
 load_graph() { # graph [--symmetric]: into $work/<graph name>, with posts made by a dsb run

