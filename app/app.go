@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/internal/keylock"
 	"github.com/rookery/rookery/table"
@@ -66,8 +67,14 @@ type Deps struct {
 	UnsyncedConsumers bool
 	// FollowerCacheIDs, if positive, keeps authors' follower lists in memory for fan-out, up to
 	// this many ids in all. Only for a process that is its store's only writer of follows (the
-	// embedded store), since a list kept is trusted until this process changes it.
+	// embedded store), since a list kept is trusted until this process changes it. With SoleWriter
+	// and exact index queries (IndexLag 0), readers' edges are kept for the read path too, up to as
+	// many again (readerEdges).
 	FollowerCacheIDs int
+	// SoleWriter says that this process is the only writer of its table (the embedded store), so
+	// what it caches of what it writes stays true until it writes it again: authors' newest posts
+	// (recentPosts), and copies of posts and authors (kept in process).
+	SoleWriter bool
 	// StreamPresenceDelay is how long a user's first stream waits before it begins when consumers
 	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
 	// waits for nothing.
@@ -78,16 +85,15 @@ type Deps struct {
 	// IndexLag is how long after a write the table's index queries may still miss it: 0 for an
 	// exact store (Pebble), DynamoIndexLag for DynamoDB.
 	IndexLag time.Duration
-	// PostCacheTTL, if positive, keeps copies of posts and of their authors' profiles in the
-	// engagement cache for the reads that render posts, each for this long (copies): for a store
-	// that bills reads. Every process that writes posts or users must share the cache (Redis), or
-	// none may keep one.
+	// PostCacheTTL, if positive, keeps copies of posts and of their authors' profiles for the reads
+	// that render posts, each for this long (copies): in this process for a SoleWriter, else in the
+	// engagement cache, which every process that writes posts or users must then share (Redis).
 	PostCacheTTL time.Duration
 	// OnPostCacheRead is told how many of a read's posts or authors (kind "post", "author") were
 	// cached (hits) and not; nil: nothing.
 	OnPostCacheRead func(kind string, hits, misses int)
 	// BilledReads says that the store bills reads by the item in a batch read and by the byte in
-	// a query (DynamoDB): reads that may do either choose by what they cost (followsIn).
+	// a query (DynamoDB): reads that may do either choose by what they cost (scanEdges).
 	BilledReads bool
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
@@ -130,6 +136,7 @@ type App struct {
 	streamTable       table.Table
 	unsyncedConsumers bool
 	followers         *followerLists
+	readers           *readerEdges
 	webhookPolicy     WebhookPolicy
 	endpoints         snapshot[[]Webhook]
 	onQueued          func(endpoint string)
@@ -162,12 +169,16 @@ func New(d Deps) *App {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
 	eng := d.Engagement.withDefaults(d.Clock)
-	posts, authors := newCopies(eng.Cache, d.PostCacheTTL, d.OnPostCacheRead)
+	store := func() copyStore { return cacheCopies{eng.Cache} }
+	if d.SoleWriter {
+		store = func() copyStore { return localCopies{cache.NewVersions[table.Item](d.Clock, localCopiesMax)} }
+	}
+	posts, authors := newCopies(store, d.PostCacheTTL, d.OnPostCacheRead)
 	hot := newHotCounters(d.Table)
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)
 	}
-	return &App{posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter)}, posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -34,6 +34,7 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 	}
 	defer a.followers.change(id)() // the follows both ways end
 	defer a.followers.change(target)()
+	defer a.edgeChange(id, target)()
 	for attempt := 0; attempt < 5; attempt++ {
 		got, err := a.table.BatchGet(ctx, []table.Key{userKey(target), blockKey(id, target), followKey(id, target), followKey(target, id), userKey(id)})
 		if err != nil {
@@ -102,6 +103,7 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	if got[0] == nil || userGone(got[0]) || userGone(got[1]) {
 		return rookery.E(op, rookery.NotFound, "user not found")
 	}
+	defer a.edgeChange(id, target)()
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := muteKey(id, target)
 	ev, err := a.event(ctx, MuteCreated, "mute:"+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
@@ -125,6 +127,7 @@ func (a *App) removeRelation(ctx context.Context, op rookery.Op, id, target stri
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
 		return err
 	}
+	defer a.edgeChange(id, target)()
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	ev, err := a.event(ctx, typ, keyPrefix+id+":"+target, RelationPayload{UserID: id, TargetID: target, At: rookery.Time{Time: now}}, now)
 	if err != nil {

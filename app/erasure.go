@@ -220,7 +220,10 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 		if ev.Type == MuteCreated {
 			k = muteKey(p.UserID, p.TargetID)
 		}
-		return a.ifGone(ctx, []string{p.UserID, p.TargetID}, func() error { return a.table.Delete(ctx, k) })
+		return a.ifGone(ctx, []string{p.UserID, p.TargetID}, func() error {
+			defer a.edgeChange(p.UserID, p.TargetID)()
+			return a.table.Delete(ctx, k)
+		})
 	case ActivityRecorded:
 		var p ActivityPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -283,10 +286,10 @@ func (a *App) eraseUser(ctx context.Context, user string, deletedAt time.Time) e
 		{followingQuery(user), a.eraseFollow},
 		{followersQuery(user), a.eraseFollow},
 		{table.Query{Index: gsi1.Name, PK: notifiedByPK(user)}, a.eraseNotification},
-		{table.Query{PK: blockKey(user, "").PK}, a.deleteItem},
-		{table.Query{PK: muteKey(user, "").PK}, a.deleteItem},
-		{table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, a.deleteItem},
-		{table.Query{Index: gsi3.Name, PK: mutedByPK(user)}, a.deleteItem},
+		{table.Query{PK: blockKey(user, "").PK}, a.deleteEdge},
+		{table.Query{PK: muteKey(user, "").PK}, a.deleteEdge},
+		{table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, a.deleteEdge},
+		{table.Query{Index: gsi3.Name, PK: mutedByPK(user)}, a.deleteEdge},
 		{table.Query{PK: notifPK(user)}, a.deleteItem},
 		{table.Query{PK: streamPK(user)}, a.deleteItem},
 	}
@@ -334,6 +337,13 @@ func (a *App) eraseEngagement(ctx context.Context, user string) error {
 		}
 	}
 	return a.table.Delete(ctx, streakKey(user))
+}
+
+// deleteEdge deletes edge item it (a block or mute; absent is a success).
+func (a *App) deleteEdge(ctx context.Context, it table.Item) error {
+	k := it.Key()
+	defer a.edgeChange(edgeFrom(k), edgeTo(k))()
+	return a.deleteItem(ctx, it)
 }
 
 // deleteItem deletes item it (absent is a success).

@@ -361,6 +361,9 @@ func (r *feedRead) loadFollowing(ctx context.Context) error {
 
 // followingOf reads everyone user follows (the GSI1 index: eventually consistent on DynamoDB).
 func (a *App) followingOf(ctx context.Context, user string) ([]string, error) {
+	if ids, ok := a.followingFromSets(user); ok {
+		return ids, nil
+	}
 	following := []string{}
 	q := followingQuery(user)
 	q.Limit = table.MaxQueryLimit

@@ -50,18 +50,18 @@ func TestFollowerLists(t *testing.T) {
 	}
 	for _, a := range []string{"p", "q", "r", "s"} {
 		f.keep(read(a, "1", "2", "3", "4"))
-		if _, ok := f.get(a); !ok || f.ids > 10 {
-			t.Fatalf("after keeping %s: kept %v, %d ids", a, ok, f.ids)
+		if _, ok := f.get(a); !ok || f.total > 10 {
+			t.Fatalf("after keeping %s: kept %v, %d ids", a, ok, f.total)
 		}
 	}
 	f.keep(read("p", "1"))
 	f.keep(read("p", "1", "2"))
 	total := 0
-	for _, l := range f.lists {
+	for _, l := range f.vals {
 		total += l.n
 	}
-	if total != f.ids {
-		t.Fatalf("%d ids counted, %d kept", f.ids, total)
+	if total != f.total {
+		t.Fatalf("%d ids counted, %d kept", f.total, total)
 	}
 
 	var off *followerLists = newFollowerLists(0, 5) // no cache: every method a no-op

@@ -49,6 +49,7 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 		return rookery.Time{}, rookery.E(op, rookery.Forbidden, "a block stands between these users")
 	}
 	defer a.followers.change(target)()
+	defer a.edgeChange(id, target)()
 	// A few attempts: between a follow that finds the edge already there and the read of when it
 	// was made, a concurrent unfollow may remove it; then the follow is made again.
 	for attempt := 0; attempt < 5; attempt++ {
@@ -94,6 +95,7 @@ func (a *App) removeFollow(ctx context.Context, follower, followee string) error
 		return rookery.E("app.removeFollow", rookery.Internal, err)
 	}
 	defer a.followers.change(followee)()
+	defer a.edgeChange(follower, followee)()
 	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(followKey(follower, followee), table.Exists(table.PK))}, ev)
 	var ce *table.ConditionError
 	if errors.As(err, &ce) && ce.Index == 0 {

@@ -266,6 +266,11 @@ func mutedByPK(user string) string    { return "MUTED#" + user }
 // commentIndexSK orders a user's comments by time.
 func commentIndexSK(post, id string, at time.Time) string { return tsKey(at) + "#" + post + "#" + id }
 
+// edgeFrom and edgeTo are the two users of an edge (a follow, block or mute) from its key, KIND#<from>
+// and <to>.
+func edgeFrom(k table.Key) string { _, from, _ := strings.Cut(k.PK, "#"); return from }
+func edgeTo(k table.Key) string   { return k.SK }
+
 func blockKey(blocker, blocked string) table.Key {
 	return table.Key{PK: "BLOCK#" + blocker, SK: blocked}
 }

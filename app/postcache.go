@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"maps"
 	"math"
 	"time"
 
@@ -31,12 +32,22 @@ type copies struct {
 	kind    string   // "post" or "author": the keys' prefix and the metric's label
 	version string   // the versioning attribute
 	attrs   []string // the attributes copied; nil: all
-	c       cache.Cache
+	store   copyStore
 	ttl     time.Duration
 	onRead  func(kind string, hits, misses int)
 }
 
-// tombstone is the version of a deleted item's copy.
+// copyStore is where copies live: the engagement cache (cacheCopies, encoded: shared by the
+// processes of a deployment), or this process's memory (localCopies, decoded), for a process that
+// is its table's only writer.
+type copyStore interface {
+	// getMany returns the copies of keys, nil for a miss or a tombstone.
+	getMany(ctx context.Context, keys []string) ([]table.Item, error)
+	// setMany sets copies, each unless a newer version is kept.
+	setMany(ctx context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error
+}
+
+// tombstone is the version of a deleted item's copy (whose Val is nil).
 const tombstone = math.MaxInt64
 
 // setTimeout bounds a write of copies; it runs on after its request ends (a writer whose client
@@ -44,20 +55,24 @@ const tombstone = math.MaxInt64
 const setTimeout = 10 * time.Second
 
 // DefaultPostCacheTTL is how long a copy lives with Deps.PostCacheTTL unset on a store that bills
-// reads.
+// reads, or in process.
 const DefaultPostCacheTTL = 5 * time.Minute
 
-// newCopies returns the copies of posts and of authors (nil, nil for ttl 0: none kept).
-func newCopies(c cache.Cache, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
+// localCopiesMax bounds each kind of copy kept in process: the items pages render most (about 2 KB
+// each decoded).
+const localCopiesMax = 20_000
+
+// newCopies returns the copies of posts and of authors in store (nil, nil for ttl 0: none kept).
+func newCopies(store func() copyStore, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
 	if ttl <= 0 {
 		return nil, nil
 	}
 	if onRead == nil {
 		onRead = func(string, int, int) {}
 	}
-	return &copies{kind: "post", version: "rev", c: c, ttl: ttl, onRead: onRead},
+	return &copies{kind: "post", version: "rev", store: store(), ttl: ttl, onRead: onRead},
 		// A post shows its author's name; counts and the rest change without a new version.
-		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, c: c, ttl: ttl, onRead: onRead}
+		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, store: store(), ttl: ttl, onRead: onRead}
 }
 
 func (p *copies) key(id string) string { return p.kind + ":" + id }
@@ -71,17 +86,14 @@ func (p *copies) get(ctx context.Context, ids []string) map[string]table.Item {
 	for i, id := range ids {
 		keys[i] = p.key(id)
 	}
-	vals, err := p.c.GetMany(ctx, keys)
+	items, err := p.store.getMany(ctx, keys)
 	if err != nil { // a cache that fails costs table reads, nothing else
 		p.onRead(p.kind, 0, len(ids))
 		return nil
 	}
 	out := make(map[string]table.Item, len(ids))
-	for i, v := range vals {
-		if len(v) == 0 { // a miss, or a tombstone
-			continue
-		}
-		if it, err := table.DecodeItem(v); err == nil {
+	for i, it := range items {
+		if it != nil {
 			out[ids[i]] = it
 		}
 	}
@@ -94,22 +106,20 @@ func (p *copies) keep(ctx context.Context, items ...table.Item) {
 	if p == nil || len(items) == 0 {
 		return
 	}
-	entries := make([]cache.Entry, 0, len(items))
+	cs := make([]cache.Versioned[table.Item], 0, len(items))
 	for _, it := range items {
-		c := it
-		if p.attrs != nil {
-			c = make(table.Item, len(p.attrs))
-			for _, a := range p.attrs {
-				if v, ok := it[a]; ok {
-					c[a] = v
-				}
+		c := make(table.Item, len(it)) // readers share the copy; the caller keeps it
+		if p.attrs == nil {
+			maps.Copy(c, it)
+		}
+		for _, a := range p.attrs {
+			if v, ok := it[a]; ok {
+				c[a] = v
 			}
 		}
-		entries = append(entries, cache.Entry{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: table.AppendItem(nil, c)})
+		cs = append(cs, cache.Versioned[table.Item]{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: c})
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
-	defer cancel()
-	_ = p.c.SetMany(ctx, entries, p.ttl)
+	p.set(ctx, cs)
 }
 
 // forget sets item id's tombstone.
@@ -117,9 +127,54 @@ func (p *copies) forget(ctx context.Context, id string) {
 	if p == nil {
 		return
 	}
+	p.set(ctx, []cache.Versioned[table.Item]{{Key: p.key(id), Version: tombstone}})
+}
+
+func (p *copies) set(ctx context.Context, cs []cache.Versioned[table.Item]) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
 	defer cancel()
-	_ = p.c.Set(ctx, p.key(id), tombstone, []byte{}, p.ttl)
+	_ = p.store.setMany(ctx, cs, p.ttl)
+}
+
+// cacheCopies keeps copies encoded in a cache.Cache; a tombstone is an empty value.
+type cacheCopies struct{ c cache.Cache }
+
+func (s cacheCopies) getMany(ctx context.Context, keys []string) ([]table.Item, error) {
+	vals, err := s.c.GetMany(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]table.Item, len(keys))
+	for i, v := range vals {
+		if len(v) > 0 {
+			out[i], _ = table.DecodeItem(v) // one that does not decode is a miss
+		}
+	}
+	return out, nil
+}
+
+func (s cacheCopies) setMany(ctx context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error {
+	entries := make([]cache.Entry, len(cs))
+	for i, c := range cs {
+		entries[i] = cache.Entry{Key: c.Key, Version: c.Version, Val: []byte{}}
+		if c.Val != nil {
+			entries[i].Val = table.AppendItem(nil, c.Val)
+		}
+	}
+	return s.c.SetMany(ctx, entries, ttl)
+}
+
+// localCopies keeps copies decoded in this process (whose readers share them).
+type localCopies struct{ v *cache.Versions[table.Item] }
+
+func (s localCopies) getMany(_ context.Context, keys []string) ([]table.Item, error) {
+	items, _ := s.v.GetMany(keys)
+	return items, nil
+}
+
+func (s localCopies) setMany(_ context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error {
+	s.v.SetMany(cs, ttl)
+	return nil
 }
 
 // settle sets the copy of item id (key k) after a write of it ended with err: the item read back

@@ -25,216 +25,245 @@ import (
 // deletions and profile changes in random order, some of them concurrent, and serves every post
 // and author from the cache. A writer that did not refresh its copy fails it (the counts, the text
 // or the name lag).
+//
+// The copies live in the engagement cache (encoded, as a process among others keeps them) or in
+// process (decoded, as the embedded store's only writer keeps them).
 func TestPostCache(t *testing.T) {
 	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			var hits, misses, authorHits, authorMisses atomic.Int64
-			a, pipeline := readerWorld(t, open(t), app.Deps{PostCacheTTL: time.Hour,
-				OnPostCacheRead: func(kind string, h, m int) {
-					if kind == "author" {
-						authorHits.Add(int64(h))
-						authorMisses.Add(int64(m))
-						return
-					}
-					hits.Add(int64(h))
-					misses.Add(int64(m))
-				}})
-			for _, u := range []string{"author", "other", "l0", "l1", "l2", "l3"} {
-				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, f := range []string{"author", "other"} {
-				if _, err := a.Follow(server, "reader", f); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var live []string // posts not deleted
-			deletes := 0
-			post := func(author string, i int) {
-				p, _, err := a.CreatePost(as(author), app.PostInput{Text: fmt.Sprintf("post %d", i)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				live = append(live, p.ID)
-			}
-			for i := range 6 {
-				post([]string{"author", "other"}[i%2], i)
-			}
-			// check compares the reader's feed with the posts read from the table (Post does not use
-			// the copies of posts) and their authors' profiles.
-			check := func(step int) {
-				t.Helper()
-				pipeline.Drain(t, 30*time.Second)
-				feed, err := a.Feed(as("reader"), "", 50)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, p := range feed.Items {
-					got = append(got, p.ID)
-					want, err := a.Post(as("reader"), p.ID)
-					if err != nil {
-						t.Fatalf("step %d: feed shows %s, which Post says is %v", step, p.ID, err)
-					}
-					if diff := cmp.Diff(want, p); diff != "" {
-						t.Fatalf("step %d: post %s in the feed differs from the table (-table +feed):\n%s", step, p.ID, diff)
-					}
-					// Post renders authors from the copies too: the profile is the table's.
-					u, err := a.User(as("reader"), p.Author.ID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got, want := p.Author, (rookery.Author{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName}); got != want {
-						t.Fatalf("step %d: post %s shows its author as %+v; the profile is %+v", step, p.ID, got, want)
-					}
-				}
-				want := slices.Clone(live)
-				slices.Reverse(want) // newest first: ids are increasing
-				if !slices.Equal(got, want) {
-					t.Fatalf("step %d: feed %v; want %v", step, got, want)
-				}
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			for step := range 80 {
-				id := live[rng.IntN(len(live))]
-				switch op := rng.IntN(10); {
-				case op < 4: // likes and unlikes by several users at once: one counter batch
-					var wg sync.WaitGroup
-					for _, l := range []string{"l0", "l1", "l2", "l3"}[:1+rng.IntN(4)] {
-						wg.Go(func() {
-							var err error
-							if rng := rand.N(2); rng == 0 {
-								err = a.LikePost(as(l), id, l)
-							} else {
-								err = a.UnlikePost(as(l), id, l)
-							}
-							if err != nil {
-								t.Error(err)
-							}
-						})
-					}
-					wg.Wait()
-				case op < 6:
-					if _, _, err := a.AddComment(as("l0"), id, app.CommentInput{Text: fmt.Sprintf("comment %d", step)}); err != nil {
-						t.Fatal(err)
-					}
-				case op < 7 && rng.IntN(2) == 0: // an author renames themself
-					u := []string{"author", "other"}[rng.IntN(2)]
-					name := fmt.Sprintf("%s at %d", u, step)
-					if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: fmt.Sprintf("%s_%d", u, step), DisplayName: &name}); err != nil {
-						t.Fatal(err)
-					}
-				case op < 8:
-					text := fmt.Sprintf("edited at step %d", step)
-					p, err := a.Post(as("reader"), id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := a.EditPost(as(p.Author.ID), id, app.PostEdit{Text: &text}); err != nil {
-						t.Fatal(err)
-					}
-				case op < 9 && len(live) > 3:
-					if err := a.DeletePost(server, id); err != nil {
-						t.Fatal(err)
-					}
-					live = slices.DeleteFunc(live, func(s string) bool { return s == id })
-					deletes++
-					// Before the cleanup runs, the read path hides it by its copy's tombstone.
-					feed, err := a.Feed(as("reader"), "", 50)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if slices.ContainsFunc(feed.Items, func(p rookery.Post) bool { return p.ID == id }) {
-						t.Fatalf("step %d: the feed shows deleted post %s", step, id)
-					}
-				default:
-					post([]string{"author", "other"}[rng.IntN(2)], 100+step)
-				}
-				if step%4 == 3 {
-					check(step)
-				}
-			}
-			check(80)
-			// Every write sets its copy: the feed reads from the table only the deleted posts that it
-			// read before their cleanup (their tombstones).
-			if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(deletes) {
-				t.Fatalf("the post cache served %d posts and missed %d, after %d deletions; want a miss per deletion at most", h, m, deletes)
-			}
-			// Every profile write sets its copy: no author is read from the table.
-			if h, m := authorHits.Load(), authorMisses.Load(); h == 0 || m != 0 {
-				t.Fatalf("the author copies served %d and missed %d; want no miss", h, m)
-			}
-			t.Logf("posts: %d hits, %d misses, %d deletions; authors: %d hits", hits.Load(), misses.Load(), deletes, authorHits.Load())
-		})
+		for _, sole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/sole=%v", name, sole), func(t *testing.T) { testPostCache(t, open(t), sole) })
+		}
 	}
 }
 
-// TestFollowsQuery: where reads are billed, the read path learns which of a page's authors the
-// reader follows from one query of the reader's follow edges, which stops after four edges per
-// author and leaves the rest to the batch read. With 300 followees of whom 10 post, the query stops
-// early; the feed, read at once after unfollows, a mute and a block (before the cleanup catches
-// up), shows exactly the posts of the authors still followed, seen and unblocked.
-func TestFollowsQuery(t *testing.T) {
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			a, pipeline := readerWorld(t, open(t), app.Deps{BilledReads: true})
-			var posters []string
-			for i := range 300 {
-				u := fmt.Sprintf("f%03d", i)
-				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := a.Follow(server, "reader", u); err != nil {
-					t.Fatal(err)
-				}
-				if i%30 == 7 {
-					posters = append(posters, u)
-				}
+func testPostCache(t *testing.T, tab table.Table, sole bool) {
+	var hits, misses, authorHits, authorMisses atomic.Int64
+	a, pipeline := readerWorld(t, tab, app.Deps{PostCacheTTL: time.Hour, SoleWriter: sole,
+		OnPostCacheRead: func(kind string, h, m int) {
+			if kind == "author" {
+				authorHits.Add(int64(h))
+				authorMisses.Add(int64(m))
+				return
 			}
-			byAuthor := map[string][]string{}
-			for round := range 2 {
-				for _, u := range posters {
-					p, _, err := a.CreatePost(as(u), app.PostInput{Text: fmt.Sprintf("%s %d", u, round)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					byAuthor[u] = append(byAuthor[u], p.ID)
-				}
-			}
-			pipeline.Drain(t, time.Minute)
-			check := func(hidden ...string) {
-				t.Helper()
-				var want []string
-				for _, u := range posters {
-					if !slices.Contains(hidden, u) {
-						want = append(want, byAuthor[u]...)
-					}
-				}
-				slices.Sort(want)
-				slices.Reverse(want)
-				if got := feedIDs(t, a, "reader"); !slices.Equal(got, want) { // all 20 posts fit a page
-					t.Fatalf("hidden %v: feed %v; want %v", hidden, got, want)
-				}
-			}
-			check()
-			// At once, before the cleanup: only the read path's edge reads hide them.
-			for _, u := range []string{posters[0], posters[4], posters[9]} {
-				if err := a.Unfollow(as("reader"), "reader", u); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := a.Mute(as("reader"), "reader", posters[2]); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.Block(as(posters[6]), posters[6], "reader"); err != nil {
-				t.Fatal(err)
-			}
-			check(posters[0], posters[4], posters[9], posters[2], posters[6])
-			pipeline.Drain(t, time.Minute)
-			check(posters[0], posters[4], posters[9], posters[2], posters[6])
-		})
+			hits.Add(int64(h))
+			misses.Add(int64(m))
+		}})
+	for _, u := range []string{"author", "other", "l0", "l1", "l2", "l3"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	for _, f := range []string{"author", "other"} {
+		if _, err := a.Follow(server, "reader", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var live []string // posts not deleted
+	deletes := 0
+	post := func(author string, i int) {
+		p, _, err := a.CreatePost(as(author), app.PostInput{Text: fmt.Sprintf("post %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, p.ID)
+	}
+	for i := range 6 {
+		post([]string{"author", "other"}[i%2], i)
+	}
+	// check compares the reader's feed with the posts read from the table (Post does not use
+	// the copies of posts) and their authors' profiles.
+	check := func(step int) {
+		t.Helper()
+		pipeline.Drain(t, 30*time.Second)
+		feed, err := a.Feed(as("reader"), "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range feed.Items {
+			got = append(got, p.ID)
+			want, err := a.Post(as("reader"), p.ID)
+			if err != nil {
+				t.Fatalf("step %d: feed shows %s, which Post says is %v", step, p.ID, err)
+			}
+			if diff := cmp.Diff(want, p); diff != "" {
+				t.Fatalf("step %d: post %s in the feed differs from the table (-table +feed):\n%s", step, p.ID, diff)
+			}
+			// Post renders authors from the copies too: the profile is the table's.
+			u, err := a.User(as("reader"), p.Author.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.Author, (rookery.Author{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName}); got != want {
+				t.Fatalf("step %d: post %s shows its author as %+v; the profile is %+v", step, p.ID, got, want)
+			}
+		}
+		want := slices.Clone(live)
+		slices.Reverse(want) // newest first: ids are increasing
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: feed %v; want %v", step, got, want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 80 {
+		id := live[rng.IntN(len(live))]
+		switch op := rng.IntN(10); {
+		case op < 4: // likes and unlikes by several users at once: one counter batch
+			var wg sync.WaitGroup
+			for _, l := range []string{"l0", "l1", "l2", "l3"}[:1+rng.IntN(4)] {
+				wg.Go(func() {
+					var err error
+					if rng := rand.N(2); rng == 0 {
+						err = a.LikePost(as(l), id, l)
+					} else {
+						err = a.UnlikePost(as(l), id, l)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		case op < 6:
+			if _, _, err := a.AddComment(as("l0"), id, app.CommentInput{Text: fmt.Sprintf("comment %d", step)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 7 && rng.IntN(2) == 0: // an author renames themself
+			u := []string{"author", "other"}[rng.IntN(2)]
+			name := fmt.Sprintf("%s at %d", u, step)
+			if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: fmt.Sprintf("%s_%d", u, step), DisplayName: &name}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			text := fmt.Sprintf("edited at step %d", step)
+			p, err := a.Post(as("reader"), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.EditPost(as(p.Author.ID), id, app.PostEdit{Text: &text}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 9 && len(live) > 3:
+			if err := a.DeletePost(server, id); err != nil {
+				t.Fatal(err)
+			}
+			live = slices.DeleteFunc(live, func(s string) bool { return s == id })
+			deletes++
+			// Before the cleanup runs, the read path hides it by its copy's tombstone.
+			feed, err := a.Feed(as("reader"), "", 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(feed.Items, func(p rookery.Post) bool { return p.ID == id }) {
+				t.Fatalf("step %d: the feed shows deleted post %s", step, id)
+			}
+		default:
+			post([]string{"author", "other"}[rng.IntN(2)], 100+step)
+		}
+		if step%4 == 3 {
+			check(step)
+		}
+	}
+	check(80)
+	// Every write sets its copy: the feed reads from the table only the deleted posts that it
+	// read before their cleanup (their tombstones).
+	if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(deletes) {
+		t.Fatalf("the post cache served %d posts and missed %d, after %d deletions; want a miss per deletion at most", h, m, deletes)
+	}
+	// Every profile write sets its copy: no author is read from the table.
+	if h, m := authorHits.Load(), authorMisses.Load(); h == 0 || m != 0 {
+		t.Fatalf("the author copies served %d and missed %d; want no miss", h, m)
+	}
+	t.Logf("posts: %d hits, %d misses, %d deletions; authors: %d hits", hits.Load(), misses.Load(), deletes, authorHits.Load())
+}
+
+// TestEdgeQueries: the read path learns which of a page's authors the reader follows (where reads
+// are billed), or follows, blocks, is blocked by and mutes (where index queries are exact and reads
+// are not billed), with one query of each kind of the reader's edges, which stops after four edges
+// per author and leaves the rest to the batch read; or (the store's only writer) from the reader's
+// edges kept in memory, which every write of an edge drops. With 300 followees of whom 10 post, and 60
+// others muted, the follow and mute queries stop early; the feed, read at once after unfollows,
+// mutes and blocks either way (before the cleanup catches up), shows exactly the posts of the
+// authors still followed, seen and unblocked.
+func TestEdgeQueries(t *testing.T) {
+	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
+	for name, open := range backends {
+		for variant, d := range variants {
+			if variant != "billed" && name != "pebble" {
+				continue // DynamoDB's index queries are not exact
+			}
+			t.Run(name+"/"+variant, func(t *testing.T) { testEdgeQueries(t, open(t), d) })
+		}
+	}
+}
+
+func testEdgeQueries(t *testing.T, tab table.Table, d app.Deps) {
+	a, pipeline := readerWorld(t, tab, d)
+	var posters []string
+	for i := range 300 {
+		u := fmt.Sprintf("f%03d", i)
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Follow(server, "reader", u); err != nil {
+			t.Fatal(err)
+		}
+		if i%30 == 7 {
+			posters = append(posters, u)
+		} else if i%5 == 1 {
+			if err := a.Mute(as("reader"), "reader", u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	byAuthor := map[string][]string{}
+	for round := range 2 {
+		for _, u := range posters {
+			p, _, err := a.CreatePost(as(u), app.PostInput{Text: fmt.Sprintf("%s %d", u, round)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byAuthor[u] = append(byAuthor[u], p.ID)
+		}
+	}
+	pipeline.Drain(t, time.Minute)
+	check := func(hidden ...string) {
+		t.Helper()
+		var want []string
+		for _, u := range posters {
+			if !slices.Contains(hidden, u) {
+				want = append(want, byAuthor[u]...)
+			}
+		}
+		slices.Sort(want)
+		slices.Reverse(want)
+		if got := feedIDs(t, a, "reader"); !slices.Equal(got, want) { // all 20 posts fit a page
+			t.Fatalf("hidden %v: feed %v; want %v", hidden, got, want)
+		}
+	}
+	check()
+	// At once, before the cleanup: only the read path's edge reads hide them.
+	for _, u := range []string{posters[0], posters[4], posters[9]} {
+		if err := a.Unfollow(as("reader"), "reader", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// posters[7] (f217) is past where the mute query stops (the 40th mute, f196).
+	for _, u := range []string{posters[2], posters[7]} {
+		if err := a.Mute(as("reader"), "reader", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Block(as(posters[6]), posters[6], "reader"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Block(as("reader"), "reader", posters[8]); err != nil {
+		t.Fatal(err)
+	}
+	hidden := []string{posters[0], posters[4], posters[9], posters[2], posters[7], posters[6], posters[8]}
+	check(hidden...)
+	pipeline.Drain(t, time.Minute)
+	check(hidden...)
 }
 
 // readerWorld is an App over tab with d's options and table timelines, its pipeline running (every

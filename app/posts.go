@@ -380,22 +380,12 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		if !rookery.ValidUserID(viewer) {
 			continue
 		}
-		known, err := a.followsIn(ctx, v, authors)
+		edges, err := a.edgeKeys(ctx, v, authors, withPosts)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range authors {
-			if viewer == id {
-				continue
-			}
-			if id > known {
-				keys, owners = append(keys, followKey(viewer, id)), append(owners, v)
-			}
-			keys = append(keys, blockKey(id, viewer), blockKey(viewer, id))
-			owners = append(owners, v, v)
-			if withPosts {
-				keys, owners = append(keys, muteKey(viewer, id)), append(owners, v)
-			}
+		for _, k := range edges {
+			keys, owners = append(keys, k), append(owners, v)
 		}
 		for _, id := range ids {
 			keys, owners = append(keys, likeKey(id, viewer)), append(owners, v)
@@ -445,40 +435,101 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	return vs, nil
 }
 
-// followsIn fills in which of authors (sorted, distinct) v's viewer follows, up to the author
-// known: the follow edges of those after it are still to be read ("": all of them, unless the store
-// bills reads by the item). A store that does (DynamoDB: a read unit per item of a batch read, but
-// per 4 KB of a query's items) reads the viewer's follow edges from the first of authors to the
-// last with one query, up to followsQueryPer edges per author: about 25 edges a read unit, where
-// reading each author's edge is one unit. Up to the last edge the query read, an author without
-// one is not followed.
-func (a *App) followsIn(ctx context.Context, v *view, authors []string) (known string, err error) {
-	if !a.billedReads || len(authors) < followsQueryMin {
-		return "", nil
+// edgeKeys fills in v's viewer's edges to authors (sorted, distinct) from their kept sets, or with
+// queries (scanEdges), and returns the keys of those still to be read: of each author, the follow
+// edge, the blocks either way and (withMutes) the mute.
+func (a *App) edgeKeys(ctx context.Context, v *view, authors []string, withMutes bool) ([]table.Key, error) {
+	sets, ok, err := a.readerSetsOf(ctx, v.viewer)
+	if err != nil {
+		return nil, err
 	}
+	if ok { // shared: the view only reads them
+		v.follows, v.blocked, v.muted = sets.follows, sets.blocked, sets.muted
+		return nil, nil
+	}
+	known, err := a.scanEdges(ctx, v, authors, withMutes)
+	if err != nil {
+		return nil, err
+	}
+	var keys []table.Key
+	for _, id := range authors {
+		if v.viewer == id {
+			continue
+		}
+		for _, k := range []struct {
+			key     table.Key
+			scanned string
+		}{{followKey(v.viewer, id), known.follows}, {blockKey(v.viewer, id), known.blocks}, {blockKey(id, v.viewer), known.blockedBy}} {
+			if id > k.scanned {
+				keys = append(keys, k.key)
+			}
+		}
+		if withMutes && id > known.mutes {
+			keys = append(keys, muteKey(v.viewer, id))
+		}
+	}
+	return keys, nil
+}
+
+// scanned says, for each kind of edge of a viewer that loadViews reads, up to which author a query
+// read them (edgesIn): the edges to authors after it are still to be read one by one ("": all).
+type scanned struct{ follows, blocks, blockedBy, mutes string }
+
+// scanEdges reads v's viewer's edges to authors (sorted, distinct) with a query per kind where that
+// is cheaper than reading each author's edge. A store that bills reads by the item (DynamoDB: a
+// read unit per item of a batch read, but per 4 KB of a query's items) queries the follow edges:
+// about 25 edges a read unit, where reading each author's edge is one unit. A store that does not,
+// but whose index queries are exact (Pebble), queries every kind, the viewer's blockers through
+// the index of who blocked them: a query is one seek, where each key of a batch read is one, and
+// most viewers block, mute and are blocked by no one.
+func (a *App) scanEdges(ctx context.Context, v *view, authors []string, withMutes bool) (known scanned, err error) {
+	if len(authors) < edgesQueryMin || !a.billedReads && a.indexLag != 0 {
+		return known, nil
+	}
+	if known.follows, err = a.edgesIn(ctx, table.Query{PK: followKey(v.viewer, "").PK}, edgeTo, authors, v.follows); err != nil || a.billedReads {
+		return known, err
+	}
+	if known.blocks, err = a.edgesIn(ctx, table.Query{PK: blockKey(v.viewer, "").PK}, edgeTo, authors, v.blocked); err != nil {
+		return known, err
+	}
+	if known.blockedBy, err = a.edgesIn(ctx, table.Query{Index: gsi3.Name, PK: blockedByPK(v.viewer)}, edgeFrom, authors, v.blocked); err != nil {
+		return known, err
+	}
+	if withMutes {
+		known.mutes, err = a.edgesIn(ctx, table.Query{PK: muteKey(v.viewer, "").PK}, edgeTo, authors, v.muted)
+	}
+	return known, err
+}
+
+// edgesIn reads with query q (its PK and Index) the edges whose other end, by other, is one of
+// authors (sorted, distinct: the query's range is the first to the last), up to edgesQueryPer
+// edges per author, into set. It returns the author up to which it read them all: up to it, an
+// author without an edge has none.
+func (a *App) edgesIn(ctx context.Context, q table.Query, other func(table.Key) string, authors []string, set map[string]bool) (known string, err error) {
 	last := authors[len(authors)-1]
-	page, err := a.table.Query(ctx, table.Query{PK: followKey(v.viewer, "").PK, Limit: followsQueryPer * len(authors),
-		SK: table.SKCond{Op: table.SKBetween, Value: authors[0], Value2: last}})
+	q.SK = table.SKCond{Op: table.SKBetween, Value: authors[0], Value2: last}
+	q.Limit, q.KeysOnly = edgesQueryPer*len(authors), true
+	page, err := a.table.Query(ctx, q)
 	if err != nil {
 		return "", err
 	}
-	for _, it := range page.Items {
-		v.follows[it.Key().SK] = true
+	for _, k := range page.Keys {
+		set[other(k)] = true
 	}
 	switch {
 	case page.Next == "":
 		return last, nil
-	case len(page.Items) > 0:
-		return page.Items[len(page.Items)-1].Key().SK, nil
+	case len(page.Keys) > 0:
+		return other(page.Keys[len(page.Keys)-1]), nil
 	}
 	return "", nil
 }
 
-// followsQueryMin is the fewest authors whose follow edges a query reads (below it, a batch read
-// of each costs about as much); followsQueryPer bounds the edges it reads per author.
+// edgesQueryMin is the fewest authors whose edges a query reads (below it, a batch read of each
+// costs about as much); edgesQueryPer bounds the edges it reads per author.
 const (
-	followsQueryMin = 4
-	followsQueryPer = 4
+	edgesQueryMin = 4
+	edgesQueryPer = 4
 )
 
 // maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not of a

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -14,7 +15,9 @@ import (
 // slices instead of running 50 queries. An author's entry lives recentTTL at most, and is dropped at
 // once when this process creates or deletes one of their posts or fans one out; a post deleted
 // elsewhere is hidden anyway by the read path's batch read of the posts. So a cached slice lags the
-// truth by at most recentTTL, and only by missing the newest posts of another API process's writes.
+// truth by at most recentTTL, and only by missing the newest posts of another API process's writes;
+// a process that is its table's only writer (Deps.SoleWriter) keeps entries recentSoleTTL, since
+// it forgets an author on each of their writes.
 //
 // A query that raced a forget must not fill the cache: it may have read the index before the post
 // that caused the forget was committed. Each forget stamps the author with a new value of a
@@ -25,7 +28,8 @@ type recentPosts struct {
 	authors map[string]recentEntry
 	stamps  map[string]uint64 // author -> counter value of their last forget
 	counter uint64
-	epoch   uint64 // bumped when stamps is cleared (it is bounded like authors)
+	epoch   uint64        // bumped when stamps is cleared (it is bounded like authors)
+	ttl     time.Duration // 0: recentTTL
 }
 
 // recentStamp is what a query notes before it runs.
@@ -39,16 +43,17 @@ type recentEntry struct {
 
 const (
 	recentTTL     = time.Second
+	recentSoleTTL = time.Hour
 	recentPerUser = 50     // references kept per author
 	recentAuthors = 20_000 // authors kept; past it an arbitrary one is dropped (about 25 MB)
 )
 
-// get returns author's entry if it was put less than recentTTL before now.
+// get returns author's entry if it was put less than the TTL before now.
 func (c *recentPosts) get(author string, now time.Time) (recentEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.authors[author]
-	if !ok || now.Sub(e.at) > recentTTL {
+	if !ok || now.Sub(e.at) > cmp.Or(c.ttl, recentTTL) {
 		return recentEntry{}, false
 	}
 	return e, true
@@ -162,4 +167,13 @@ func (a *App) queryAuthorPosts(ctx context.Context, author string, before timeli
 		es[i] = timeline.Entry{PostID: it.String("id"), AuthorID: author, At: time.UnixMilli(it.Int("created_at")).UTC()}
 	}
 	return es, len(es) == limit, nil
+}
+
+// soleTTL is how long recentPosts keeps an entry: recentSoleTTL for a process that is its table's
+// only writer, else recentTTL (0).
+func soleTTL(sole bool) time.Duration {
+	if sole {
+		return recentSoleTTL
+	}
+	return 0
 }

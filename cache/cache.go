@@ -45,19 +45,12 @@ type Limiter interface {
 
 // Memory is the in-process Cache and Limiter, for one Rookery process.
 type Memory struct {
-	clock rookery.Clock
-	max   int
+	values *Versions[[]byte]
 
-	mu      sync.Mutex
-	values  map[string]memValue
+	mu      sync.Mutex // guards windows and calls
+	clock   rookery.Clock
 	windows map[string]memWindow
 	calls   int
-}
-
-type memValue struct {
-	version int64
-	val     []byte
-	expires time.Time
 }
 
 type memWindow struct {
@@ -67,10 +60,7 @@ type memWindow struct {
 
 // NewMemory returns an in-process cache of at most maxEntries values (0 means 100,000) on clock.
 func NewMemory(clock rookery.Clock, maxEntries int) *Memory {
-	if maxEntries <= 0 {
-		maxEntries = 100_000
-	}
-	return &Memory{clock: clock, max: maxEntries, values: map[string]memValue{}, windows: map[string]memWindow{}}
+	return &Memory{values: NewVersions[[]byte](clock, maxEntries), clock: clock, windows: map[string]memWindow{}}
 }
 
 // Get implements Cache.
@@ -81,13 +71,10 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // GetMany implements Cache.
 func (m *Memory) GetMany(_ context.Context, keys []string) ([][]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		if v, ok := m.values[k]; ok && now.Before(v.expires) {
-			out[i] = append([]byte{}, v.val...) // an empty value is not a miss
+	out, found := m.values.GetMany(keys)
+	for i, v := range out {
+		if found[i] {
+			out[i] = append([]byte{}, v...) // an empty value is not a miss
 		}
 	}
 	return out, nil
@@ -98,32 +85,84 @@ func (m *Memory) Set(ctx context.Context, key string, version int64, val []byte,
 	return m.SetMany(ctx, []Entry{{Key: key, Version: version, Val: val}}, ttl)
 }
 
-// SetMany implements Cache. When the cache is full, some entries are evicted (Go's map order:
-// random).
+// SetMany implements Cache.
 func (m *Memory) SetMany(_ context.Context, entries []Entry, ttl time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	for _, e := range entries {
-		m.setLocked(now, e.Key, e.Version, e.Val, ttl)
+	vs := make([]Versioned[[]byte], len(entries))
+	for i, e := range entries {
+		vs[i] = Versioned[[]byte]{Key: e.Key, Version: e.Version, Val: append([]byte(nil), e.Val...)}
 	}
+	m.values.SetMany(vs, ttl)
 	return nil
 }
 
-func (m *Memory) setLocked(now time.Time, key string, version int64, val []byte, ttl time.Duration) {
-	if cur, ok := m.values[key]; ok && cur.version > version && now.Before(cur.expires) {
-		return
+// Versions keeps versioned values of type V in process, each for a TTL, by Cache's rule: an older
+// version never replaces a newer one (an expired one does not count), an equal one is replaced.
+// Memory keeps its values in one; a caller that keeps decoded values (whose readers share them,
+// and must not change them) uses one directly.
+type Versions[V any] struct {
+	clock rookery.Clock
+	max   int
+
+	mu     sync.Mutex
+	values map[string]version[V]
+}
+
+type version[V any] struct {
+	version int64
+	val     V
+	expires time.Time
+}
+
+// Versioned is one value to set in a Versions.
+type Versioned[V any] struct {
+	Key     string
+	Version int64
+	Val     V
+}
+
+// NewVersions returns a Versions of at most maxEntries values (0 means 100,000) on clock; when it is
+// full, some values are evicted (Go's map order: random).
+func NewVersions[V any](clock rookery.Clock, maxEntries int) *Versions[V] {
+	if maxEntries <= 0 {
+		maxEntries = 100_000
 	}
-	if _, ok := m.values[key]; !ok && len(m.values) >= m.max {
-		n := 0
-		for k := range m.values {
-			delete(m.values, k)
-			if n++; n >= m.max/16+1 {
-				break
-			}
+	return &Versions[V]{clock: clock, max: maxEntries, values: map[string]version[V]{}}
+}
+
+// GetMany returns the values of keys that are kept and not expired, in keys' order, and which were.
+func (m *Versions[V]) GetMany(keys []string) (vals []V, found []bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	vals, found = make([]V, len(keys)), make([]bool, len(keys))
+	for i, k := range keys {
+		if v, ok := m.values[k]; ok && now.Before(v.expires) {
+			vals[i], found[i] = v.val, true
 		}
 	}
-	m.values[key] = memValue{version: version, val: append([]byte(nil), val...), expires: now.Add(ttl)}
+	return vals, found
+}
+
+// SetMany keeps each of vs for ttl, unless a newer version of it is kept.
+func (m *Versions[V]) SetMany(vs []Versioned[V], ttl time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for _, v := range vs {
+		if cur, ok := m.values[v.Key]; ok && cur.version > v.Version && now.Before(cur.expires) {
+			continue
+		}
+		if _, ok := m.values[v.Key]; !ok && len(m.values) >= m.max {
+			n := 0
+			for k := range m.values {
+				delete(m.values, k)
+				if n++; n >= m.max/16+1 {
+					break
+				}
+			}
+		}
+		m.values[v.Key] = version[V]{version: v.Version, val: v.Val, expires: now.Add(ttl)}
+	}
 }
 
 // Allow implements Limiter.

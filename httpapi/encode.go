@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -130,11 +131,33 @@ func jsonType(kind string) string {
 // encode writes v as JSON with status.
 func encode(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	a, ok := v.(jsonAppender)
+	if !ok {
+		w.WriteHeader(status)
+		if v != nil {
+			json.NewEncoder(w).Encode(v)
+		}
+		return
+	}
+	// Whole, with its length: one write, where a streamed reply past the writer's 4 KB buffer
+	// goes out in chunks.
+	bp := replyBufs.Get().(*[]byte)
+	b := append(a.AppendJSON((*bp)[:0]), '\n') // as json.Encoder ends a value
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	if v != nil {
-		json.NewEncoder(w).Encode(v)
+	w.Write(b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		replyBufs.Put(bp)
 	}
 }
+
+// jsonAppender is a reply that encodes itself as encoding/json would, without reflection
+// (rookery.Post.AppendJSON).
+type jsonAppender interface{ AppendJSON(b []byte) []byte }
+
+// replyBufs are the buffers of the replies that encode themselves.
+var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // statusOf is the one table from error Kind to HTTP status.
 var statusOf = map[rookery.Kind]int{
@@ -253,7 +276,7 @@ type listReply[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-func reply[T any](p app.Page[T]) listReply[T] {
+func reply[T any](p app.Page[T]) any {
 	out := listReply[T]{Items: p.Items}
 	if out.Items == nil {
 		out.Items = []T{}
@@ -261,5 +284,26 @@ func reply[T any](p app.Page[T]) listReply[T] {
 	if p.Next != "" {
 		out.NextCursor = &p.Next
 	}
+	if posts, ok := any(out).(listReply[rookery.Post]); ok {
+		return postsReply(posts)
+	}
 	return out
+}
+
+// postsReply is a list of posts, which encodes itself.
+type postsReply listReply[rookery.Post]
+
+// AppendJSON appends r as encoding/json encodes listReply[rookery.Post] (TestPostsReplyJSON).
+func (r postsReply) AppendJSON(b []byte) []byte {
+	b = append(b, `{"items":[`...)
+	for i, p := range r.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = p.AppendJSON(b)
+	}
+	b = append(b, `],"next_cursor":`...)
+	cursor, _ := json.Marshal(r.NextCursor) // a string or null
+	b = append(b, cursor...)
+	return append(b, '}')
 }

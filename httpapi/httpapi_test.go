@@ -170,14 +170,6 @@ func followerCache(onPebble bool) int {
 	return 0
 }
 
-// postCacheTTL is the post cache the fixture's App keeps: on DynamoDB, as rookery serve.
-func postCacheTTL(onPebble bool) time.Duration {
-	if onPebble {
-		return 0
-	}
-	return app.DefaultPostCacheTTL
-}
-
 func openStore(t testing.TB, clock rookery.Clock) table.Table {
 	return testtable.FromEnv(t, app.Schema, clock)
 }
@@ -218,7 +210,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		WebhookPolicy:   app.WebhookPolicy{AllowHTTP: !cfg.strictWebhooks, AllowPrivate: !cfg.strictWebhooks},
 		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) },
 		// As rookery serve sets them on the embedded store.
-		UnsyncedConsumers: outbox.Direct, FollowerCacheIDs: followerCache(onPebble), PostCacheTTL: postCacheTTL(onPebble), BilledReads: !onPebble, IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
+		UnsyncedConsumers: outbox.Direct, FollowerCacheIDs: followerCache(onPebble), SoleWriter: onPebble, PostCacheTTL: app.DefaultPostCacheTTL, BilledReads: !onPebble, IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
 	dispatcher = webhook.New(webhook.Options{Queue: application, Concurrency: 4, Timeout: 500 * time.Millisecond,
 		Retries: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, Poll: 20 * time.Millisecond,
 		AllowPrivate: !cfg.strictWebhooks && !cfg.refusePrivateDial, Observe: m.ObserveWebhook, Backlog: m.SetWebhookBacklog,

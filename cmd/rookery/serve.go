@@ -168,6 +168,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		StreamTable:       b.streamTable,
 		UnsyncedConsumers: b.direct,
 		FollowerCacheIDs:  followerCache(cfg, sc),
+		SoleWriter:        cfg.store == "pebble",
 		PostCacheTTL:      postCacheTTL(cfg, sc),
 		BilledReads:       cfg.store == "dynamo",
 		OnPostCacheRead:   m.ObservePostCache,
@@ -282,11 +283,11 @@ func followerCache(cfg *config, sc serveConfig) int {
 	return sc.timelines.followerCache
 }
 
-// postCacheTTL is how long the home feed keeps copies of posts (app.Deps.PostCacheTTL): only on
-// DynamoDB, whose reads are billed (the embedded store serves them from its block cache), and only
-// in a cache that every process writing posts shares.
+// postCacheTTL is how long the reads that render posts keep copies of them
+// (app.Deps.PostCacheTTL): on the embedded store in process (its only writer), on DynamoDB in the
+// engagement cache, only if every process writing posts shares it.
 func postCacheTTL(cfg *config, sc serveConfig) time.Duration {
-	if cfg.store != "dynamo" || sc.engagement.cache == "memory" && sc.role != "all" {
+	if cfg.store == "dynamo" && sc.engagement.cache == "memory" && sc.role != "all" {
 		return 0
 	}
 	return sc.engagement.postCache
