@@ -173,7 +173,7 @@ func New(d Deps) *App {
 	if d.SoleWriter {
 		store = func() copyStore { return localCopies{cache.NewVersions[table.Item](d.Clock, localCopiesMax)} }
 	}
-	posts, authors := newCopies(store, d.PostCacheTTL, d.OnPostCacheRead)
+	posts, authors := newCopies(store, !d.SoleWriter, d.PostCacheTTL, d.OnPostCacheRead)
 	hot := newHotCounters(d.Table)
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)

@@ -33,6 +33,7 @@ type copies struct {
 	version string   // the versioning attribute
 	attrs   []string // the attributes copied; nil: all
 	store   copyStore
+	keepNew bool // created sets the copies of new items
 	ttl     time.Duration
 	onRead  func(kind string, hits, misses int)
 }
@@ -58,22 +59,28 @@ const setTimeout = 10 * time.Second
 // reads, or in process.
 const DefaultPostCacheTTL = 5 * time.Minute
 
-// localCopiesMax bounds each kind of copy kept in process: the items pages render most (about 2 KB
-// each decoded).
-const localCopiesMax = 20_000
+// localCopiesMax bounds each kind of copy kept in process: the posts pages render most, and their
+// authors. Their memory counts several times over in the process's peak (--gc-percent).
+const localCopiesMax = 2_000
 
-// newCopies returns the copies of posts and of authors in store (nil, nil for ttl 0: none kept).
-func newCopies(store func() copyStore, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
+// newCopies returns the copies of posts and of authors in store (nil, nil for ttl 0: none kept). A
+// shared store keeps new posts at once (sparing their first reader a read); in process, where they
+// would count against the process's memory whether read or not, the first read keeps them.
+func newCopies(store func() copyStore, shared bool, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
 	if ttl <= 0 {
 		return nil, nil
 	}
 	if onRead == nil {
 		onRead = func(string, int, int) {}
 	}
-	return &copies{kind: "post", version: "rev", store: store(), ttl: ttl, onRead: onRead},
+	return &copies{kind: "post", version: "rev", attrs: postCopyAttrs, store: store(), keepNew: shared, ttl: ttl, onRead: onRead},
 		// A post shows its author's name; counts and the rest change without a new version.
-		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, store: store(), ttl: ttl, onRead: onRead}
+		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, store: store(), keepNew: true, ttl: ttl, onRead: onRead}
 }
+
+// postCopyAttrs are what rendering a post reads of its item (postFromItem, view.maySee), and its
+// version: not its index keys, half of the item.
+var postCopyAttrs = []string{"id", "author_id", "text", "tags", "mentions", "media", "visibility", "created_at", "edited_at", "like_count", "comment_count", "rev"}
 
 func (p *copies) key(id string) string { return p.kind + ":" + id }
 
@@ -120,6 +127,13 @@ func (p *copies) keep(ctx context.Context, items ...table.Item) {
 		cs = append(cs, cache.Versioned[table.Item]{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: c})
 	}
 	p.set(ctx, cs)
+}
+
+// created sets the copy of an item just created, if new items are kept.
+func (p *copies) created(ctx context.Context, it table.Item) {
+	if p != nil && p.keepNew {
+		p.keep(ctx, it)
+	}
 }
 
 // forget sets item id's tombstone.
@@ -173,6 +187,15 @@ func (s localCopies) getMany(_ context.Context, keys []string) ([]table.Item, er
 }
 
 func (s localCopies) setMany(_ context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error {
+	for i, c := range cs {
+		// Its own copy, encoded and decoded again: the strings of an item decoded whole are slices
+		// of one string, the whole stored item, which a copy of a few attributes would keep alive.
+		if c.Val != nil {
+			if it, err := table.DecodeItem(table.AppendItem(nil, c.Val)); err == nil {
+				cs[i].Val = it
+			}
+		}
+	}
 	s.v.SetMany(cs, ttl)
 	return nil
 }

@@ -250,7 +250,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		return p, false, err
 	}
 	a.recent.forget(author)
-	a.posts.keep(ctx, item)
+	a.posts.created(ctx, item)
 	return postFromItem(item, authorOf(user)), true, nil
 }
 
@@ -437,11 +437,16 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 
 // edgeKeys fills in v's viewer's edges to authors (sorted, distinct) from their kept sets, or with
 // queries (scanEdges), and returns the keys of those still to be read: of each author, the follow
-// edge, the blocks either way and (withMutes) the mute.
+// edge, the blocks either way and (withMutes) the mute. The sets are read whole (and kept) for a
+// view of edgesQueryMin authors or more, where that costs about what the queries would; a view of
+// fewer (a post written, one post read, the live consumer's one author a post) uses them if kept.
 func (a *App) edgeKeys(ctx context.Context, v *view, authors []string, withMutes bool) ([]table.Key, error) {
-	sets, ok, err := a.readerSetsOf(ctx, v.viewer)
-	if err != nil {
-		return nil, err
+	sets, ok := a.readers.get(v.viewer)
+	if !ok && len(authors) >= edgesQueryMin {
+		var err error
+		if sets, ok, err = a.readerSetsOf(ctx, v.viewer); err != nil {
+			return nil, err
+		}
 	}
 	if ok { // shared: the view only reads them
 		v.follows, v.blocked, v.muted = sets.follows, sets.blocked, sets.muted

@@ -37,11 +37,8 @@ func (a *App) edgeChange(from, to string) (done func()) {
 	return func() { d1(); d2() }
 }
 
-// readerSetsOf returns reader's sets if they are kept or could be read whole (and keeps them).
+// readerSetsOf reads reader's sets whole, if they are not too big, and keeps them.
 func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool, error) {
-	if s, ok := a.readers.get(reader); ok {
-		return s, true, nil
-	}
 	epoch, ok := a.readers.begin(reader)
 	if !ok {
 		return readerSets{}, false, nil
