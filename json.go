@@ -11,15 +11,15 @@ import (
 // writes, and encoding it by reflection was a sixth of a feed read's CPU.
 func (p Post) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, p.ID)
+	b = AppendJSONString(b, p.ID)
 	b = append(b, `,"author":{"id":`...)
-	b = appendJSONString(b, p.Author.ID)
+	b = AppendJSONString(b, p.Author.ID)
 	b = append(b, `,"username":`...)
-	b = appendJSONString(b, p.Author.Username)
+	b = AppendJSONString(b, p.Author.Username)
 	b = append(b, `,"display_name":`...)
-	b = appendJSONString(b, p.Author.DisplayName)
+	b = AppendJSONString(b, p.Author.DisplayName)
 	b = append(b, `},"text":`...)
-	b = appendJSONString(b, p.Text)
+	b = AppendJSONString(b, p.Text)
 	b = append(b, `,"tags":`...)
 	b = appendJSONStrings(b, p.Tags)
 	b = append(b, `,"mentions":`...)
@@ -34,15 +34,15 @@ func (p Post) AppendJSON(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, m.ID)
+			b = AppendJSONString(b, m.ID)
 			b = append(b, `,"type":`...)
-			b = appendJSONString(b, m.Type)
+			b = AppendJSONString(b, m.Type)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
 	b = append(b, `,"visibility":`...)
-	b = appendJSONString(b, p.Visibility)
+	b = AppendJSONString(b, p.Visibility)
 	b = append(b, `,"created_at":`...)
 	b = p.CreatedAt.AppendJSON(b)
 	b = append(b, `,"edited_at":`...)
@@ -75,15 +75,15 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	}
 	return append(b, ']')
 }
 
-// appendJSONString appends s quoted as encoding/json quotes strings by default: the short escapes
+// AppendJSONString appends s quoted as encoding/json quotes strings by default: the short escapes
 // of \b \f \n \r \t, \u00XX for the other control characters and for < > & (HTML escaping),
 // \u2028 and \u2029, and \ufffd for each byte of invalid UTF-8.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	// The common case of ASCII that needs no escape first: one load and branch a byte.
 	const hex = "0123456789abcdef"
 	b = append(b, '"')

@@ -77,6 +77,14 @@ type FeedPost struct {
 	Position string       `json:"position"`
 }
 
+// AppendJSON appends f as encoding/json encodes it (TestFeedPostJSON), without reflection: the live
+// consumer encodes one for each present reader of each post.
+func (f FeedPost) AppendJSON(b []byte) []byte {
+	b = f.Post.AppendJSON(append(b, `{"post":`...))
+	b = rookery.AppendJSONString(append(b, `,"position":`...), f.Position)
+	return append(b, '}')
+}
+
 // FeedRemove is a feed.remove event: one post left the feed, or all of an author's did.
 type FeedRemove struct {
 	PostID   string `json:"post_id,omitempty"`
@@ -507,11 +515,7 @@ func (a *App) streamPost(ctx context.Context, readers []string, src string, entr
 		if !ok {
 			continue
 		}
-		b, err := json.Marshal(FeedPost{Post: p, Position: a.feedCursor(reader, entry)})
-		if err != nil {
-			return err
-		}
-		users, datas = append(users, reader), append(datas, b)
+		users, datas = append(users, reader), append(datas, FeedPost{Post: p, Position: a.feedCursor(reader, entry)}.AppendJSON(nil))
 	}
 	return a.appendBatch(ctx, users, src, StreamFeedPost, datas)
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -121,5 +122,20 @@ func TestStreamLog(t *testing.T) {
 	clock.Add(app.StreamWindow + time.Minute)
 	if h, _ := a.StreamHead(ctx, "u1"); h != 0 {
 		t.Fatalf("the log outlived StreamWindow (head %d)", h)
+	}
+}
+
+// TestFeedPostJSON: a feed.post event's data, encoded without reflection, is what encoding/json
+// writes for it.
+func TestFeedPostJSON(t *testing.T) {
+	for _, f := range []app.FeedPost{{}, {Post: rookery.Post{ID: "p<1>", Text: "a \"b\"\n", Tags: []string{}, Media: []rookery.Media{{ID: "m", Type: "image"}},
+		CreatedAt: rookery.Time{Time: time.UnixMilli(1_700_000_000_000)}, LikedByMe: true}, Position: "c&d"}} {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON\n%s\nencoding/json\n%s", got, want)
+		}
 	}
 }

@@ -373,6 +373,10 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 			}
 		}
 	}
+	// The viewers' edges are read whole (and kept) where that pays: for a view of edgesQueryMin
+	// authors or more (a page), and for the live consumer's views of the present users, who are
+	// sent every post of those they follow. Other views use them if kept.
+	whole := len(authors) >= edgesQueryMin || len(viewers) > 1
 	for _, viewer := range viewers {
 		v := &view{viewer: viewer, users: users, posts: posts,
 			follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
@@ -380,7 +384,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		if !rookery.ValidUserID(viewer) {
 			continue
 		}
-		edges, err := a.edgeKeys(ctx, v, authors, withPosts)
+		edges, err := a.edgeKeys(ctx, v, authors, withPosts, whole)
 		if err != nil {
 			return nil, err
 		}
@@ -435,14 +439,13 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	return vs, nil
 }
 
-// edgeKeys fills in v's viewer's edges to authors (sorted, distinct) from their kept sets, or with
-// queries (scanEdges), and returns the keys of those still to be read: of each author, the follow
-// edge, the blocks either way and (withMutes) the mute. The sets are read whole (and kept) for a
-// view of edgesQueryMin authors or more, where that costs about what the queries would; a view of
-// fewer (a post written, one post read, the live consumer's one author a post) uses them if kept.
-func (a *App) edgeKeys(ctx context.Context, v *view, authors []string, withMutes bool) ([]table.Key, error) {
+// edgeKeys fills in v's viewer's edges to authors (sorted, distinct) from their kept sets (read
+// whole first if they are not kept and whole is set), or with queries (scanEdges), and returns the
+// keys of those still to be read: of each author, the follow edge, the blocks either way and
+// (withMutes) the mute.
+func (a *App) edgeKeys(ctx context.Context, v *view, authors []string, withMutes, whole bool) ([]table.Key, error) {
 	sets, ok := a.readers.get(v.viewer)
-	if !ok && len(authors) >= edgesQueryMin {
+	if !ok && whole {
 		var err error
 		if sets, ok, err = a.readerSetsOf(ctx, v.viewer); err != nil {
 			return nil, err
