@@ -171,15 +171,16 @@ func testPostCache(t *testing.T, tab table.Table, sole bool) {
 	check(80)
 	// Every write sets its copy: the feed reads from the table only the deleted posts that it
 	// read before their cleanup (their tombstones), and in process each new post once; and, by
-	// design, a post whose counter batch failed ambiguously (under a loaded machine's lock waits)
-	// until the batch is tried again: a few. A writer that did not set its copy would miss after
-	// each of the ~40 likes, comments and edits.
-	want := deletes + 5
+	// design, a post whose counter batch failed ambiguously (a handler's deadline passing on a
+	// loaded machine) until the batch is tried again, which CI's load makes a dozen or so. So
+	// the misses past those must be few against the hits: a writer that did not set its copy
+	// misses after each of the ~40 likes, comments and edits (133 misses against 21 hits).
+	want := deletes
 	if sole {
 		want += created
 	}
-	if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(want) {
-		t.Fatalf("the post cache served %d posts and missed %d, after %d deletions and %d posts; want %d misses at most", h, m, deletes, created, want)
+	if h, m := hits.Load(), misses.Load(); h == 0 || m > int64(want)+h/4 {
+		t.Fatalf("the post cache served %d posts and missed %d, after %d deletions and %d posts; want %d misses and a quarter of the hits at most", h, m, deletes, created, want)
 	}
 	// Every profile write sets its copy: no author is read from the table.
 	if h, m := authorHits.Load(), authorMisses.Load(); h == 0 || m != 0 {
