@@ -87,10 +87,13 @@ func (k *keptByUser[V]) begin(user string) (epoch uint64, ok bool) {
 // keep keeps user's value v, read from the store since begin returned epoch, unless a change began
 // or ended meanwhile, dropping other values if the sizes would pass the bound.
 func (k *keptByUser[V]) keep(user string, epoch uint64, v V) {
-	if k == nil || k.size(v) > k.maxSize {
+	if k == nil {
 		return
 	}
 	n := k.size(v)
+	if n > k.maxSize {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.epoch != epoch {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"maps"
 	"math"
 	"time"
 
@@ -31,7 +30,7 @@ import (
 type copies struct {
 	kind    string   // "post" or "author": the keys' prefix and the metric's label
 	version string   // the versioning attribute
-	attrs   []string // the attributes copied; nil: all
+	attrs   []string // the attributes copied
 	store   copyStore
 	keepNew bool // created sets the copies of new items
 	ttl     time.Duration
@@ -115,10 +114,7 @@ func (p *copies) keep(ctx context.Context, items ...table.Item) {
 	}
 	cs := make([]cache.Versioned[table.Item], 0, len(items))
 	for _, it := range items {
-		c := make(table.Item, len(it)) // readers share the copy; the caller keeps it
-		if p.attrs == nil {
-			maps.Copy(c, it)
-		}
+		c := make(table.Item, len(p.attrs)) // readers share the copy; the caller keeps it
 		for _, a := range p.attrs {
 			if v, ok := it[a]; ok {
 				c[a] = v

@@ -451,7 +451,7 @@ func (a *App) edgeKeys(ctx context.Context, v *view, authors []string, withMutes
 			return nil, err
 		}
 	}
-	if ok { // shared: the view only reads them
+	if ok && !sets.tooBig { // shared: the view only reads them
 		v.follows, v.blocked, v.muted = sets.follows, sets.blocked, sets.muted
 		return nil, nil
 	}

@@ -10,8 +10,12 @@ import (
 
 // readerSets are a reader's edges as the read path needs them (view): whom they follow, whom they
 // block or are blocked by (either way hides), whom they mute. Kept ones are shared by readers, who
-// must not change them.
-type readerSets struct{ follows, blocked, muted map[string]bool }
+// must not change them. A reader with too many edges to keep is kept as tooBig, so that their
+// reads do not read them again only to drop them.
+type readerSets struct {
+	follows, blocked, muted map[string]bool
+	tooBig                  bool
+}
 
 func (s readerSets) size() int { return 1 + len(s.follows) + len(s.blocked) + len(s.muted) }
 
@@ -23,12 +27,8 @@ func (s readerSets) size() int { return 1 + len(s.follows) + len(s.blocked) + le
 type readerEdges = keptByUser[readerSets]
 
 // readerEdgesMax is the most edges of one kind a reader's sets are kept with; a reader with more is
-// read as without the cache.
+// read with queries, as without the cache (marked tooBig until their edges change).
 const readerEdgesMax = 5_000
-
-func newReaderEdges(maxIDs int) *readerEdges {
-	return newKeptByUser(maxIDs, readerSets.size)
-}
 
 // edgeChange marks a change of the edge from -> to (a follow, block or mute) as under way for the
 // kept sets of both, until the returned func is called.
@@ -37,7 +37,7 @@ func (a *App) edgeChange(from, to string) (done func()) {
 	return func() { d1(); d2() }
 }
 
-// readerSetsOf reads reader's sets whole, if they are not too big, and keeps them.
+// readerSetsOf reads reader's sets whole and keeps them (or that they are too big).
 func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool, error) {
 	epoch, ok := a.readers.begin(reader)
 	if !ok {
@@ -68,7 +68,8 @@ func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool
 				break
 			}
 			if len(kind.set) >= readerEdgesMax {
-				return readerSets{}, false, nil // too many to keep
+				a.readers.keep(reader, epoch, readerSets{tooBig: true})
+				return readerSets{}, false, nil
 			}
 			q.Cursor = page.Next
 		}
@@ -80,7 +81,7 @@ func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool
 // followingFromSets returns whom user follows from their kept sets, if kept (in no order).
 func (a *App) followingFromSets(user string) ([]string, bool) {
 	s, ok := a.readers.get(user)
-	if !ok {
+	if !ok || s.tooBig {
 		return nil, false
 	}
 	return slices.Collect(maps.Keys(s.follows)), true
@@ -91,5 +92,5 @@ func readersOf(d Deps) *readerEdges {
 	if !d.SoleWriter || d.IndexLag != 0 {
 		return nil
 	}
-	return newReaderEdges(d.FollowerCacheIDs)
+	return newKeptByUser(d.FollowerCacheIDs, readerSets.size)
 }
