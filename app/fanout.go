@@ -39,14 +39,14 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
 		return rookery.E(op, rookery.Invalid, "malformed post event", err)
 	}
-	a.recent.forget(p.AuthorID) // a post made through another API process
+	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
+	a.recent.add(entry) // a post made through another API process
 	author, err := a.table.Get(ctx, userKey(p.AuthorID))
 	if rookery.IsKind(err, rookery.NotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 	if author.Int("follower_count") > int64(a.celebrityThreshold) {
 		if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
 			return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
 )
 
 // Event types of posts.
@@ -249,7 +250,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err != nil {
 		return p, false, err
 	}
-	a.recent.forget(author)
+	a.recent.add(timeline.Entry{PostID: id, AuthorID: author, At: now})
 	a.posts.created(ctx, item)
 	return postFromItem(item, authorOf(user)), true, nil
 }

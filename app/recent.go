@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,15 +13,15 @@ import (
 
 // recentPosts caches, per author, the references to their newest posts (an author timeline), for
 // the read path's merge of celebrities and its pull: a feed that merges 50 authors reads 50 cached
-// slices instead of running 50 queries. An author's entry lives recentTTL at most, and is dropped at
-// once when this process creates or deletes one of their posts or fans one out; a post deleted
-// elsewhere is hidden anyway by the read path's batch read of the posts. So a cached slice lags the
-// truth by at most recentTTL, and only by missing the newest posts of another API process's writes;
-// a process that is its table's only writer (Deps.SoleWriter) keeps entries recentSoleTTL, since
-// it forgets an author on each of their writes.
+// slices instead of running 50 queries. An author's entry lives recentTTL at most; a post this
+// process creates or fans out is added to it, and the entry is dropped at once when this process
+// deletes one of their posts (a post deleted elsewhere is hidden anyway by the read path's batch
+// read of the posts). So a cached slice lags the truth by at most recentTTL, and only by missing the
+// newest posts of another API process's writes; a process that is its table's only writer
+// (Deps.SoleWriter) keeps entries recentSoleTTL, since it sees each of their writes.
 //
-// A query that raced a forget must not fill the cache: it may have read the index before the post
-// that caused the forget was committed. Each forget stamps the author with a new value of a
+// A query that raced an add or a forget must not fill the cache: it may have read the index before
+// the post that caused it was committed. Each add and forget stamps the author with a new value of a
 // counter; a query notes the author's stamp (and the epoch of the stamps) before it runs, and its
 // result is kept only if neither changed.
 type recentPosts struct {
@@ -85,11 +86,40 @@ func (c *recentPosts) put(author string, e recentEntry, s recentStamp) {
 	c.authors[author] = e
 }
 
-// forget drops author's entry: one of their posts was created or deleted.
+// forget drops author's entry: one of their posts was deleted.
 func (c *recentPosts) forget(author string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.authors, author)
+	c.restampLocked(author)
+}
+
+// add puts the committed post e into its author's entry, if the entry holds e's place (e is newer
+// than its last reference, or the entry is complete), and stamps the author like forget: a query
+// that began before e was committed may lack it. A celebrity posting several times a second keeps
+// their cached entry instead of sending every follower's read to the index.
+func (c *recentPosts) add(e timeline.Entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restampLocked(e.AuthorID)
+	old, ok := c.authors[e.AuthorID]
+	if !ok {
+		return
+	}
+	i, found := slices.BinarySearchFunc(old.entries, e, timeline.NewestFirst)
+	if found || i == len(old.entries) && !old.complete {
+		return // there already, or below what the entry covers
+	}
+	// A new slice: readers hold the old one (authorPage returns subslices of it). It keeps as many
+	// references as before (at least recentPerUser); one dropped off the end ends completeness.
+	es, complete := slices.Insert(slices.Clone(old.entries), i, e), old.complete
+	if limit := max(len(old.entries), recentPerUser); len(es) > limit {
+		es, complete = es[:limit], false
+	}
+	c.authors[e.AuthorID] = recentEntry{entries: es, complete: complete, at: old.at}
+}
+
+func (c *recentPosts) restampLocked(author string) {
 	if c.stamps == nil || len(c.stamps) >= 2*recentAuthors {
 		c.stamps, c.epoch = map[string]uint64{}, c.epoch+1
 	}
