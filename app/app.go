@@ -73,7 +73,8 @@ type Deps struct {
 	FollowerCacheIDs int
 	// SoleWriter says that this process is the only writer of its table (the embedded store), so
 	// what it caches of what it writes stays true until it writes it again: authors' newest posts
-	// (recentPosts), and copies of posts and authors (kept in process).
+	// (recentPosts), copies of posts and authors (kept in process), and which users are deleted
+	// (goneUsers).
 	SoleWriter bool
 	// StreamPresenceDelay is how long a user's first stream waits before it begins when consumers
 	// run in other processes too (scale-out): PresenceRefresh and a little more. 0 (one process)
@@ -137,6 +138,7 @@ type App struct {
 	unsyncedConsumers bool
 	followers         *followerLists
 	readers           *readerEdges
+	gone              *keptByUser[bool] // which users are deleted (goneUsers)
 	webhookPolicy     WebhookPolicy
 	endpoints         snapshot[[]Webhook]
 	onQueued          func(endpoint string)
@@ -178,7 +180,7 @@ func New(d Deps) *App {
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)
 	}
-	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter)}, posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter)}, posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -79,6 +79,7 @@ func (a *App) DeleteUser(ctx context.Context, id string) error {
 	if err := actAs(ctx, op, id); err != nil {
 		return err
 	}
+	defer a.gone.change(id)()
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := a.table.Get(ctx, userKey(id))
 		switch {
@@ -127,29 +128,61 @@ func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
 	return it, err
 }
 
-// goneUsers returns which of ids are deleted users (tombstones), with one batch read. Unknown ids
-// are not gone: they never were.
+// goneUsers returns which of ids are deleted users (tombstones), with one batch read of those not
+// known in process (a.gone). Unknown ids are not gone: they never were.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {
 	gone := map[string]bool{}
 	var keys []table.Key
+	var read []string
+	epochs := map[string]uint64{}
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) { // DynamoDB refuses a key twice
-		if rookery.ValidUserID(id) {
-			keys = append(keys, userKey(id))
+		if !rookery.ValidUserID(id) {
+			continue
 		}
+		if g, ok := a.gone.get(id); ok {
+			if g {
+				gone[id] = true
+			}
+			continue
+		}
+		if epoch, ok := a.gone.begin(id); ok {
+			epochs[id] = epoch
+		}
+		keys, read = append(keys, userKey(id)), append(read, id)
 	}
 	for start := 0; start < len(keys); start += table.MaxBatchGet {
-		got, err := a.table.BatchGet(ctx, keys[start:min(len(keys), start+table.MaxBatchGet)])
+		end := min(len(keys), start+table.MaxBatchGet)
+		got, err := a.table.BatchGet(ctx, keys[start:end])
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range got {
+		for i, it := range got {
+			id := read[start+i]
 			if userGone(it) {
-				gone[it.String("id")] = true
+				gone[id] = true
+			}
+			if epoch, ok := epochs[id]; ok {
+				a.gone.keep(id, epoch, userGone(it))
 			}
 		}
 	}
 	return gone, nil
 }
+
+// goneOf returns the users' deletion marks d's App keeps, nil for none: only a process that is its
+// store's only writer (every write that makes or unmakes a tombstone, DeleteUser and CreateUser,
+// is bracketed by a change of the user). A tombstone that expires while kept stays gone here
+// until its id is created again, which is what gone means for an id no one has (erasure
+// finished with it).
+func goneOf(d Deps) *keptByUser[bool] {
+	if !d.SoleWriter {
+		return nil
+	}
+	return newKeptByUser(goneKept, func(bool) int { return 1 })
+}
+
+// goneKept is how many users' deletion marks a process keeps (about 80 bytes each).
+const goneKept = 200_000
 
 // notGone returns NotFound if user is a deleted user.
 func (a *App) notGone(ctx context.Context, op rookery.Op, user string) error {

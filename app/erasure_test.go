@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,4 +156,48 @@ func TestErasureResumesAfterACrash(t *testing.T) {
 			t.Fatalf("%s %s holds %d items after the erasure; want %d: %v", k.q.Index, k.q.PK, len(p.Items), k.want, p.Items)
 		}
 	}
+}
+
+// TestGoneUsersKept: a process that is its store's only writer keeps which users are deleted, and
+// a deletion, or the creation of an id whose tombstone expired, is seen at once by the lists that
+// hide deleted users (here bob's followers, before the erasure has run).
+func TestGoneUsersKept(t *testing.T) {
+	var offset atomic.Int64 // the table's clock runs ahead of the App's by this much
+	clock := rookery.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	tab := testtable.Pebble(t, app.Schema, clock)
+	a := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: true, DeletedGrace: time.Hour}).a
+	for _, u := range []string{"ann", "bob"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Follow(as("ann"), "ann", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	followers := func(want ...string) {
+		t.Helper()
+		for range 2 { // the second read is served by what the first kept
+			p, err := a.Followers(server, "bob", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range p.Items {
+				got = append(got, f.UserID)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("bob's followers: %v, want %v", got, want)
+			}
+		}
+	}
+	followers("ann")
+	if err := a.DeleteUser(server, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	followers() // deleted: hidden until the erasure deletes the edge (its pipeline is not running)
+	offset.Store(int64(2 * time.Hour))
+	if _, _, err := a.PutUser(server, "ann", app.UserInput{Username: "ann"}); err != nil {
+		t.Fatal(err) // the tombstone expired: the id is free
+	}
+	followers("ann") // the edge is the erased account's, but the id is a live user's again
 }

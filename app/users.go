@@ -96,6 +96,7 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 	if err != nil {
 		return u, false, err
 	}
+	defer a.gone.change(id)() // an id whose tombstone expired may be created again
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := a.table.Get(ctx, userKey(id))
 		switch {
