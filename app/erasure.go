@@ -170,7 +170,7 @@ func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, er
 }
 
 // goneOf returns the users' deletion marks d's App keeps, nil for none: only a process that is its
-// store's only writer (every write that makes or unmakes a tombstone, DeleteUser and CreateUser,
+// store's only writer (every write that makes or unmakes a tombstone, DeleteUser and PutUser,
 // is bracketed by a change of the user). A tombstone that expires while kept stays gone here
 // until its id is created again, which is what gone means for an id no one has (erasure
 // finished with it).
