@@ -132,9 +132,12 @@ func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
 // known in process (a.gone). Unknown ids are not gone: they never were.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {
 	gone := map[string]bool{}
-	var keys []table.Key
-	var read []string
-	epochs := map[string]uint64{}
+	type toRead struct {
+		id    string
+		epoch uint64
+		keep  bool // no change of the user was under way: what is read may be kept
+	}
+	var reads []toRead
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) { // DynamoDB refuses a key twice
 		if !rookery.ValidUserID(id) {
 			continue
@@ -145,24 +148,24 @@ func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, er
 			}
 			continue
 		}
-		if epoch, ok := a.gone.begin(id); ok {
-			epochs[id] = epoch
-		}
-		keys, read = append(keys, userKey(id)), append(read, id)
+		epoch, keep := a.gone.begin(id)
+		reads = append(reads, toRead{id, epoch, keep})
 	}
-	for start := 0; start < len(keys); start += table.MaxBatchGet {
-		end := min(len(keys), start+table.MaxBatchGet)
-		got, err := a.table.BatchGet(ctx, keys[start:end])
+	for batch := range slices.Chunk(reads, table.MaxBatchGet) {
+		keys := make([]table.Key, len(batch))
+		for i, r := range batch {
+			keys[i] = userKey(r.id)
+		}
+		got, err := a.table.BatchGet(ctx, keys)
 		if err != nil {
 			return nil, err
 		}
 		for i, it := range got {
-			id := read[start+i]
 			if userGone(it) {
-				gone[id] = true
+				gone[batch[i].id] = true
 			}
-			if epoch, ok := epochs[id]; ok {
-				a.gone.keep(id, epoch, userGone(it))
+			if batch[i].keep {
+				a.gone.keep(batch[i].id, batch[i].epoch, userGone(it))
 			}
 		}
 	}
@@ -185,13 +188,11 @@ func goneOf(d Deps) *keptByUser[bool] {
 const goneKept = 200_000
 
 // notGone returns NotFound if user is a deleted user.
+// An unknown user is not gone: the caller's own checks say what that means.
 func (a *App) notGone(ctx context.Context, op rookery.Op, user string) error {
-	it, err := a.table.Get(ctx, userKey(user))
-	switch {
-	case err == nil && userGone(it):
+	gone, err := a.goneUsers(ctx, user)
+	if err == nil && gone[user] {
 		return rookery.E(op, rookery.NotFound, "user not found")
-	case rookery.IsKind(err, rookery.NotFound):
-		return nil // never was: the caller's own checks say what that means
 	}
 	return err
 }

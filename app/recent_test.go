@@ -53,7 +53,9 @@ func TestRecentPostsAdd(t *testing.T) {
 	if _, ok := c.get("ann", now); ok {
 		t.Fatal("add made an entry")
 	}
-	c.put("ann", recentEntry{entries: []timeline.Entry{entry("p3", 30), entry("p1", 10)}, complete: true, at: now}, c.stamp("ann"))
+	// Room to grow in place: an add that inserted into the cached slice would change a reader's.
+	first := append(make([]timeline.Entry, 0, 10), entry("p3", 30), entry("p1", 10))
+	c.put("ann", recentEntry{entries: first, complete: true, at: now}, c.stamp("ann"))
 	held, _ := c.get("ann", now)
 	c.add(entry("p4", 40))
 	c.add(entry("p2", 20))
