@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,9 +11,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/rookery/rookery/auth"
@@ -56,10 +59,44 @@ func TestDemoInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// What the pages print as errors (an uncaught exception, console.error), to tell when it fails.
+	var pageErrs struct {
+		sync.Mutex
+		lines []string
+	}
+	for name, c := range map[string]context.Context{"ann": ann, "bob": bob} {
+		must(t, "listen to "+name+"'s page", chromedp.Listen(c, func(ev any) {
+			var line string
+			switch ev := ev.(type) {
+			case *cdpruntime.EventExceptionThrown:
+				line = ev.ExceptionDetails.Text
+				if x := ev.ExceptionDetails.Exception; x != nil {
+					line += " " + x.Description
+				}
+			case *cdpruntime.EventConsoleAPICalled:
+				if ev.Type != cdpruntime.ConsoleAPICalledTypeError {
+					return
+				}
+				for _, a := range ev.Args {
+					line += " " + cmp.Or(a.Description, string(a.Value))
+				}
+			default:
+				return
+			}
+			pageErrs.Lock()
+			pageErrs.lines = append(pageErrs.lines, name+":"+line)
+			pageErrs.Unlock()
+		}))
+	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
+		pageErrs.Lock()
+		for _, l := range pageErrs.lines {
+			t.Logf("page error: %s", l)
+		}
+		pageErrs.Unlock()
 		dir, _ := os.MkdirTemp("", "rookery-web-failure-")
 		for name, c := range map[string]context.Context{"ann": ann, "bob": bob} {
 			sctx, cancel := context.WithTimeout(c, 10*time.Second)

@@ -857,6 +857,9 @@ function resetFeed() {
   $("feed-end").textContent = "";
   loadMoreFeed();
 }
+var feedEnd = new IntersectionObserver((entries) => {
+  if (entries.at(-1).isIntersecting) loadMoreFeed();
+}, { rootMargin: "0px 0px 200px 0px" });
 async function loadMoreFeed() {
   if (feedLoading || feedDone) return;
   feedLoading = true;
@@ -873,11 +876,14 @@ async function loadMoreFeed() {
         $("feed").append(postItem(value));
       }
     }
+  } catch (err) {
+    feedDone = true;
+    $("feed-end").textContent = `Could not load more (${err.message}); reload to try again.`;
   } finally {
     feedLoading = false;
+    feedEnd.unobserve($("feed-end"));
+    feedEnd.observe($("feed-end"));
   }
-  const r = $("feed-end").getBoundingClientRect();
-  if (!feedDone && r.top < window.innerHeight + 200) loadMoreFeed();
 }
 async function live() {
   const ctl = new AbortController();
@@ -981,7 +987,5 @@ $("mark-read").addEventListener("click", async () => {
   loadNotifications();
 });
 for (const a of document.querySelectorAll("nav a")) a.addEventListener("click", () => show(a.dataset.view));
-new IntersectionObserver((entries) => {
-  if (entries.some((e) => e.isIntersecting)) loadMoreFeed();
-}).observe($("feed-end"));
+feedEnd.observe($("feed-end"));
 window.addEventListener("beforeunload", () => stopStream?.());

@@ -78,6 +78,14 @@ function resetFeed() {
   loadMoreFeed();
 }
 
+// The feed's end, watched: in sight (or within 200px of it), it loads the next page. The observer
+// reports only changes, so a page that comes into sight while another loads (the call below returns
+// at once) would be lost if the end stayed in sight; each load therefore observes the end again when
+// it is done, which makes the observer report the end's state afresh at the next frame.
+const feedEnd = new IntersectionObserver((entries) => {
+  if (entries.at(-1).isIntersecting) loadMoreFeed();
+}, { rootMargin: "0px 0px 200px 0px" });
+
 async function loadMoreFeed() {
   if (feedLoading || feedDone) return;
   feedLoading = true;
@@ -87,12 +95,15 @@ async function loadMoreFeed() {
       if (done) { feedDone = true; $("feed-end").textContent = "You have reached the first post."; break; }
       if (!shown.has(value.id)) { shown.add(value.id); $("feed").append(postItem(value)); }
     }
+  } catch (err) {
+    // The SDK's iterator ends with its error: say so, rather than that the feed ended.
+    feedDone = true;
+    $("feed-end").textContent = `Could not load more (${err.message}); reload to try again.`;
   } finally {
     feedLoading = false;
+    feedEnd.unobserve($("feed-end"));
+    feedEnd.observe($("feed-end"));
   }
-  // Keep filling while the end is in sight (a tall window, or a short page).
-  const r = $("feed-end").getBoundingClientRect();
-  if (!feedDone && r.top < window.innerHeight + 200) loadMoreFeed();
 }
 
 async function live() {
@@ -182,5 +193,5 @@ $("mark-read").addEventListener("click", async () => {
   loadNotifications();
 });
 for (const a of document.querySelectorAll("nav a")) a.addEventListener("click", () => show(a.dataset.view));
-new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) loadMoreFeed(); }).observe($("feed-end"));
+feedEnd.observe($("feed-end"));
 window.addEventListener("beforeunload", () => stopStream?.());
