@@ -269,17 +269,19 @@ var GroupTypes = map[string][]string{
 
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
+	// The groups whose delay users do not see at once are Background: while the home timelines
+	// and the live streams are behind, they yield the CPU to them (events.Runner.YieldAfter).
 	cs := []events.Consumer{
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
-		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32},
-		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16},
+		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32, Background: true},
+		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16, Background: true},
 		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
 		// user take turns on their streak record in a process (record), so more do not collide.
-		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16},
-		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4},
-		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
+		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16, Background: true},
+		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4, Background: true},
+		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8, Background: true},
 		// One read per creating event (is a party to it deleted?), and accounts' erasure.
-		{Group: ErasureGroup, Handle: a.ApplyErasure, Concurrency: 8},
+		{Group: ErasureGroup, Handle: a.ApplyErasure, Concurrency: 8, Background: true},
 	}
 	if a.streams != nil {
 		// Its appends are synced transactions: many at once share the WAL's syncs.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -44,6 +46,10 @@ type Consumer struct {
 	// calling Handle, on every log, so a list that misses a type fails every backend's tests alike;
 	// a log that can filter (SNS's filter policies) does not deliver them at all.
 	Types []string
+	// Background consumers give way to the others of their Runner while those are behind (see
+	// Runner.YieldAfter): work that may wait (counts, notifications, leaderboards) yields the CPU to
+	// work whose delay users see at once (home feeds, live streams).
+	Background bool
 }
 
 // Outcome is what happened to one delivery, as reported to a Stats function.
@@ -72,6 +78,54 @@ type Runner struct {
 	// Tracing receives a span for every delivery handled, in the trace of the event (events.go's
 	// TraceParent); nil: none.
 	Tracing trace.TracerProvider
+	// YieldAfter, if positive, makes the Background consumers yield: for yieldHold after a
+	// foreground consumer finished an event more than YieldAfter after it occurred, one that was
+	// waiting for it already (the foreground is behind with a backlog: the process is saturated,
+	// or catching up; a late event that found its consumer idle says the path to it is slow, which
+	// yielding would not help), the Background consumers handle one event at a time between them.
+	// They go on, slowly, so none is starved however long it lasts.
+	YieldAfter time.Duration
+
+	yieldOnce sync.Once
+	yield     *yielder
+}
+
+// yieldHold is how long one late foreground event keeps the Background consumers yielding: long
+// enough to span the gaps between a saturated foreground's events, short enough that they resume
+// soon after it caught up.
+const yieldHold = 250 * time.Millisecond
+
+// yielder is what a Runner's consumers share to yield: when the foreground was last behind, and
+// the one turn the Background consumers take while it is.
+type yielder struct {
+	behindAt atomic.Int64  // Unix nanoseconds of the last late foreground event
+	turn     chan struct{} // holds a token while a Background event is handled during a yield
+}
+
+// lateAt notes that a foreground event ended late at now.
+func (y *yielder) lateAt(now time.Time) { y.behindAt.Store(now.UnixNano()) }
+
+// wait returns at once while the foreground keeps up (release does nothing then); while it is
+// behind, it waits for the Background consumers' one turn, which release gives back. It returns
+// ok false if ctx ended first.
+func (y *yielder) wait(ctx context.Context, now time.Time) (release func(), ok bool) {
+	if now.UnixNano()-y.behindAt.Load() >= int64(yieldHold) {
+		return func() {}, true
+	}
+	select {
+	case y.turn <- struct{}{}:
+		return func() { <-y.turn }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+func (r *Runner) yielder() *yielder {
+	r.yieldOnce.Do(func() {
+		r.yield = &yielder{turn: make(chan struct{}, 1)}
+		r.yield.behindAt.Store(math.MinInt64 / 2) // never behind yet
+	})
+	return r.yield
 }
 
 // Run runs c until ctx ends, then returns nil; it returns an error only if it cannot subscribe.
@@ -104,6 +158,9 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 		stats = func(string, Outcome, time.Duration) {}
 	}
 	w := &worker{c: c, log: log.With("consumer", c.Group), clock: clock, stats: stats, age: r.Age, l: r.Log}
+	if r.YieldAfter > 0 {
+		w.yield, w.yieldAfter = r.yielder(), r.YieldAfter
+	}
 	if r.Tracing != nil {
 		w.tracer = r.Tracing.Tracer("github.com/rookery/rookery/events")
 	}
@@ -139,6 +196,10 @@ type worker struct {
 	stats  Stats
 	age    func(group, eventType string, age time.Duration)
 	tracer trace.Tracer // nil: no spans
+	// yield is the Runner's yielder (nil: Background consumers never yield); a foreground worker
+	// notes events that end yieldAfter after they occurred, a Background one waits on it.
+	yield      *yielder
+	yieldAfter time.Duration
 
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
@@ -150,6 +211,7 @@ func (w *worker) loop(ctx context.Context, s Subscription) {
 		if !w.waitBreaker(ctx) {
 			return
 		}
+		asked := time.Now()
 		d, err := s.Next(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -158,17 +220,29 @@ func (w *worker) loop(ctx context.Context, s Subscription) {
 			}
 			continue
 		}
-		w.handle(ctx, d)
+		w.handle(ctx, d, time.Since(asked) >= waitedFor)
 	}
 }
 
-func (w *worker) handle(ctx context.Context, d Delivery) {
+// waitedFor is how long a Next must block for its event not to count as waiting already (the
+// consumer then has a backlog).
+const waitedFor = time.Millisecond
+
+// handle handles d; waited says whether Next blocked for it (the consumer had no backlog).
+func (w *worker) handle(ctx context.Context, d Delivery, waited bool) {
 	ev := d.Event()
 	if w.c.Types != nil && !slices.Contains(w.c.Types, ev.Type) {
 		if err := d.Ack(ctx); err != nil {
 			w.log.Warn("ack failed; the event will be delivered again", "event", ev.ID, "err", err)
 		}
 		return
+	}
+	if w.yield != nil && w.c.Background {
+		release, ok := w.yield.wait(ctx, w.clock.Now())
+		if !ok {
+			return // not acked: delivered again
+		}
+		defer release()
 	}
 	start := time.Now()
 	var err error
@@ -190,8 +264,13 @@ func (w *worker) handle(ctx context.Context, d Delivery) {
 			w.log.Debug("event handled", "event", ev.ID, "type", ev.Type, "key", ev.Key, "attempt", d.Attempt(), "took", took)
 		}
 		w.stats(w.c.Group, Processed, took)
+		now := w.clock.Now()
+		age := now.Sub(ev.OccurredAt.Time)
 		if w.age != nil {
-			w.age(w.c.Group, ev.Type, w.clock.Now().Sub(ev.OccurredAt.Time))
+			w.age(w.c.Group, ev.Type, age)
+		}
+		if w.yield != nil && !w.c.Background && age > w.yieldAfter && !waited {
+			w.yield.lateAt(now)
 		}
 	case rookery.IsKind(err, rookery.Unavailable) && d.Attempt() < w.c.MaxAttempts:
 		w.failed()

@@ -218,3 +218,88 @@ func TestRunnerSkipsOtherTypes(t *testing.T) {
 		t.Fatalf("handled %v", seen)
 	}
 }
+
+// TestBackgroundYields: while a foreground consumer has a backlog of late events, the Background
+// consumers of its Runner handle one event at a time between them; when it keeps up, or its late
+// events find it idle (a slow path to it, not a saturated process), as many as their concurrency
+// allows.
+func TestBackgroundYields(t *testing.T) {
+	l := newLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &events.Runner{Log: l, YieldAfter: 50 * time.Millisecond}
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	run := func(c events.Consumer) {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Run(ctx, c) }()
+	}
+
+	var lateHandled atomic.Int64
+	run(events.Consumer{Group: "fg", Types: []string{"Late"}, Concurrency: 2, Handle: func(context.Context, rookery.Event) error {
+		time.Sleep(2 * time.Millisecond)
+		lateHandled.Add(1)
+		return nil
+	}})
+	var inFlight, most, handled atomic.Int64
+	run(events.Consumer{Group: "bg", Background: true, Types: []string{"Work"}, Concurrency: 8, Handle: func(context.Context, rookery.Event) error {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		inFlight.Add(-1)
+		handled.Add(1)
+		return nil
+	}})
+	appendOf := func(typ, id, key string, at time.Time) {
+		ev := eventstest.Event(id, key, 0)
+		ev.Type, ev.OccurredAt = typ, rookery.Time{Time: at}
+		if err := l.Append(ctx, []rookery.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// phase works 24 background events while late foreground events (occurred an hour ago) come
+	// in bursts of burst every 10 ms (none: no foreground events), and returns the most background
+	// events handled at once.
+	phase := func(name string, burst int) int64 {
+		t.Helper()
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for i := 0; burst > 0; i++ {
+				for j := range burst {
+					appendOf("Late", fmt.Sprintf("%s-late%d-%d", name, i, j), fmt.Sprintf("l%d", j), time.Now().Add(-time.Hour))
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+		if burst > 0 {
+			seen := lateHandled.Load()
+			eventually(t, "late events handled", func() bool { return lateHandled.Load() > seen+int64(burst) })
+		}
+		most.Store(0)
+		before := handled.Load()
+		for i := range 24 {
+			appendOf("Work", fmt.Sprintf("%s-w%d", name, i), fmt.Sprintf("k%d", i), time.Now())
+		}
+		eventually(t, "the work of phase "+name+" done", func() bool { return handled.Load() == before+24 })
+		close(stop)
+		<-stopped
+		eventually(t, "the foreground caught up", func() bool { n, _, _ := l.Lag(ctx, "fg"); return n == 0 })
+		time.Sleep(400 * time.Millisecond) // longer than a yield lasts
+		return most.Load()
+	}
+
+	if m := phase("backlog", 20); m != 1 {
+		t.Fatalf("while the foreground had a backlog of late events, %d background events were handled at once; want 1", m)
+	}
+	if m := phase("idle", 0); m < 2 {
+		t.Fatalf("with no foreground events, at most %d background event was handled at once; want several", m)
+	}
+	if m := phase("trickle", 1); m < 2 {
+		t.Fatalf("while late foreground events found it idle, at most %d background event was handled at once; want several", m)
+	}
+}

@@ -124,7 +124,7 @@ func (c *engagementConfig) exporter(ctx context.Context, cfg *config, log *slog.
 		return nil, nil, fmt.Errorf("--export-dir: %w", err)
 	}
 	// Many events in flight, so that partitions do not wait on each other's journal syncs.
-	return e, []events.Consumer{{Group: ExportGroup, Handle: e.Handle, Concurrency: 64}}, nil
+	return e, []events.Consumer{{Group: ExportGroup, Handle: e.Handle, Concurrency: 64, Background: true}}, nil
 }
 
 // ExportGroup is the consumer group of the analytics export.

@@ -60,10 +60,10 @@ func untilStopped(name string, log *slog.Logger, work func(ctx context.Context) 
 
 // pipeline is the worker's components: the outbox relay (relay runs it), and for each consumer its
 // runner and a poller of its lag (for the metrics).
-func pipeline(relay func(context.Context) error, l events.Log, consumers []events.Consumer, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
+func pipeline(relay func(context.Context) error, l events.Log, consumers []events.Consumer, yieldAfter time.Duration, m *metrics.Metrics, log *slog.Logger, tracing trace.TracerProvider) []component {
 	cs := []component{untilStopped("outbox relay", log, relay)}
 	runner := &events.Runner{
-		Log: l, Logger: log, Tracing: tracing,
+		Log: l, Logger: log, Tracing: tracing, YieldAfter: yieldAfter,
 		Stats: func(group string, o events.Outcome, took time.Duration) { m.ObserveConsumer(group, string(o), took) },
 		Age:   m.ObserveEventAge,
 	}

@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		if err != nil {
 			return err
 		}
-		components = pipeline(relay, evlog, consumers, m, log, tracing)
+		components = pipeline(relay, evlog, consumers, sc.events.yieldAfter, m, log, tracing)
 		if dispatcher, err = sc.webhooks.dispatcher(application, m, log); err != nil {
 			return err
 		}
