@@ -269,8 +269,8 @@ var GroupTypes = map[string][]string{
 
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
-	// The groups whose delay users do not see at once are Background: while the home timelines
-	// and the live streams are behind, they yield the CPU to them (events.Runner.YieldAfter).
+	// The groups whose delay users do not see at once are Background: while the home timelines,
+	// the live streams and webhooks are behind, they yield the CPU to them (events.Runner.YieldAfter).
 	cs := []events.Consumer{
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
 		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32, Background: true},
@@ -279,7 +279,8 @@ func (a *App) Consumers() []events.Consumer {
 		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16, Background: true},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4, Background: true},
-		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8, Background: true},
+		// Webhooks are live delivery too (the app's backend reacting at once, a push on a mention, say).
+		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
 		// One read per creating event (is a party to it deleted?), and accounts' erasure.
 		{Group: ErasureGroup, Handle: a.ApplyErasure, Concurrency: 8, Background: true},
 	}
