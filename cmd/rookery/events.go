@@ -34,6 +34,7 @@ type eventsConfig struct {
 	relay          string
 	relayPoll      time.Duration
 	yieldAfter     time.Duration
+	yieldSet       bool // --background-yield was given (on the command line or in the environment)
 	sqsEndpoint    string
 	sqsRegion      string
 	sqsPrefix      string
@@ -52,12 +53,23 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&e.relayPoll, "relay-poll", 100*time.Millisecond, "with --relay poll: how often an idle relay queries the outbox partitions again (the stream relay reads each shard 4 times a second, within AWS's limit)")
 	e.addSQSFlags(f)
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
-	f.DurationVar(&e.yieldAfter, "background-yield", 250*time.Millisecond, "while fan-out, timeline cleanup, live streams or webhooks work through a backlog of events older than this, the background consumers (counters, notifications, activities, leaderboards, erasure checks, export) handle one event at a time between them, so home feeds and streams stay fresh when the workers are saturated (0: never)")
+	f.DurationVar(&e.yieldAfter, "background-yield", 250*time.Millisecond, "while fan-out, timeline cleanup, live streams or webhooks work through a backlog of events older than this, the background consumers (counters, notifications, activities, leaderboards, erasure checks, export) handle one event at a time between them, so home feeds and streams stay fresh when the workers are saturated (0: never); unless given, only with the embedded log and the polling relay: elsewhere the pipeline's own latency (a DynamoDB stream, SNS to SQS) may pass it, so give a value above its p99")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
 }
 
 func (e *eventsConfig) addRelayFlags(f *pflag.FlagSet) {
 	f.StringVar(&e.relay, "relay", "", "how the outbox reaches the event log: poll (the workers query the outbox partitions) or stream (with --store dynamo: the workers read the table's DynamoDB stream, which rookery migrate enables); empty: stream with --store dynamo, else poll")
+}
+
+// backgroundYield is the events.Runner's YieldAfter: --background-yield if it was given, else its
+// default where an event's path from its write to its consumer is all in process (the embedded log
+// fed by the polling relay), and 0 elsewhere, where that path's own latency may pass the default
+// and make the background consumers yield to a foreground that keeps up.
+func (e *eventsConfig) backgroundYield(c *config) time.Duration {
+	if e.yieldSet || e.backend == "embedded" && e.relayKind(c) == "poll" {
+		return e.yieldAfter
+	}
+	return 0
 }
 
 // relayKind is the relay the flags choose.

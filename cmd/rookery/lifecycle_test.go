@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // blocking is a component that runs until stopped and counts its stops.
@@ -45,5 +47,44 @@ func TestRunComponents(t *testing.T) {
 	stops.Store(0)
 	if err := runComponents(ctx, log, blocking(&stops), quiet); err != nil || !ran.Load() || stops.Load() != 1 {
 		t.Fatalf("with a part whose work ended: %v, ran %v, %d stops", err, ran.Load(), stops.Load())
+	}
+}
+
+// TestBackgroundYield: the background consumers yield by default only where an event's path is all
+// in process (the embedded log and the polling relay); given on the command line or in the
+// environment, the setting holds on every deployment.
+func TestBackgroundYield(t *testing.T) {
+	for _, c := range []struct {
+		store string
+		args  []string
+		env   string
+		want  time.Duration
+	}{
+		{"pebble", nil, "", 250 * time.Millisecond},
+		{"pebble", []string{"--background-yield", "0"}, "", 0},
+		{"dynamo", nil, "", 0}, // the DynamoDB stream relay
+		{"dynamo", []string{"--relay", "poll"}, "", 250 * time.Millisecond},
+		{"pebble", []string{"--events", "nats"}, "", 0},
+		{"pebble", []string{"--events", "sqs", "--background-yield", "2s"}, "", 2 * time.Second},
+		{"dynamo", []string{"--events", "nats"}, "1s", time.Second},
+	} {
+		var e eventsConfig
+		cmd := &cobra.Command{Use: "serve"}
+		e.addFlags(cmd)
+		if err := cmd.Flags().Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := bindEnv(cmd.Flags(), func(name string) string {
+			if name == "ROOKERY_BACKGROUND_YIELD" {
+				return c.env
+			}
+			return ""
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.yieldSet = cmd.Flags().Changed("background-yield")
+		if got := e.backgroundYield(&config{store: c.store}); got != c.want {
+			t.Errorf("--store %s %v, ROOKERY_BACKGROUND_YIELD=%q: %v; want %v", c.store, c.args, c.env, got, c.want)
+		}
 	}
 }

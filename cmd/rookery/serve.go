@@ -49,6 +49,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Run the API (and, with --role all, the workers) until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc.events.yieldSet = cmd.Flags().Changed("background-yield")
 			return serve(cmd.Context(), cfg, sc, stdout, stderr)
 		},
 	}
@@ -203,7 +204,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		if err != nil {
 			return err
 		}
-		components = pipeline(relay, evlog, consumers, sc.events.yieldAfter, m, log, tracing)
+		components = pipeline(relay, evlog, consumers, sc.events.backgroundYield(cfg), m, log, tracing)
 		if dispatcher, err = sc.webhooks.dispatcher(application, m, log); err != nil {
 			return err
 		}
