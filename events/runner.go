@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -98,7 +97,7 @@ const yieldHold = 250 * time.Millisecond
 // yielder is what a Runner's consumers share to yield: when the foreground was last behind, and
 // the one turn the Background consumers take while it is.
 type yielder struct {
-	behindAt atomic.Int64  // Unix nanoseconds of the last late foreground event
+	behindAt atomic.Int64  // Unix nanoseconds of the last late foreground event (0: none yet)
 	turn     chan struct{} // holds a token while a Background event is handled during a yield
 }
 
@@ -121,10 +120,7 @@ func (y *yielder) wait(ctx context.Context, now time.Time) (release func(), ok b
 }
 
 func (r *Runner) yielder() *yielder {
-	r.yieldOnce.Do(func() {
-		r.yield = &yielder{turn: make(chan struct{}, 1)}
-		r.yield.behindAt.Store(math.MinInt64 / 2) // never behind yet
-	})
+	r.yieldOnce.Do(func() { r.yield = &yielder{turn: make(chan struct{}, 1)} })
 	return r.yield
 }
 

@@ -64,7 +64,8 @@ func TestDemoInABrowser(t *testing.T) {
 		sync.Mutex
 		lines []string
 	}
-	for name, c := range map[string]context.Context{"ann": ann, "bob": bob} {
+	pages := map[string]context.Context{"ann": ann, "bob": bob}
+	for name, c := range pages {
 		must(t, "listen to "+name+"'s page", chromedp.Listen(c, func(ev any) {
 			var line string
 			switch ev := ev.(type) {
@@ -98,7 +99,7 @@ func TestDemoInABrowser(t *testing.T) {
 		}
 		pageErrs.Unlock()
 		dir, _ := os.MkdirTemp("", "rookery-web-failure-")
-		for name, c := range map[string]context.Context{"ann": ann, "bob": bob} {
+		for name, c := range pages {
 			sctx, cancel := context.WithTimeout(c, 10*time.Second)
 			if png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90)); err == nil {
 				os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
