@@ -192,3 +192,55 @@ func jsonBody(v any) string {
 	json.NewEncoder(&b).Encode(v)
 	return strings.TrimSpace(b.String())
 }
+
+// recordingT is a seed's test that remembers what its checks reported, to say it again at the end
+// of a failed seed's output, after the deployment's logs (CI shows a failed test's last lines).
+type recordingT struct {
+	*testing.T
+	mu      sync.Mutex
+	reports []string
+}
+
+func (r *recordingT) record(s string) {
+	const most = 2000
+	if len(s) > most {
+		s = s[:most] + "..."
+	}
+	r.mu.Lock()
+	r.reports = append(r.reports, s)
+	r.mu.Unlock()
+}
+
+// said returns what the checks reported, in order.
+func (r *recordingT) said() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reports) == 0 {
+		return "(no check reported; see above)"
+	}
+	return strings.Join(r.reports, "\n  then: ")
+}
+
+func (r *recordingT) Error(args ...any) {
+	r.Helper()
+	r.record(fmt.Sprint(args...))
+	r.T.Error(args...)
+}
+
+func (r *recordingT) Errorf(format string, args ...any) {
+	r.Helper()
+	r.record(fmt.Sprintf(format, args...))
+	r.T.Errorf(format, args...)
+}
+
+func (r *recordingT) Fatal(args ...any) {
+	r.Helper()
+	r.record(fmt.Sprint(args...))
+	r.T.Fatal(args...)
+}
+
+func (r *recordingT) Fatalf(format string, args ...any) {
+	r.Helper()
+	r.record(fmt.Sprintf(format, args...))
+	r.T.Fatalf(format, args...)
+}

@@ -147,17 +147,19 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 	tag := fmt.Sprintf("rookeryfault%d", s.Seed)
 	dir := t.TempDir()
 	d := startDeployment(t, bin, dir, svc, tag, 2, 2)
+	rt := &recordingT{T: t}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range d.all() {
 				t.Logf("--- %s, last lines:\n%s", n.name, n.tail(40))
 			}
 			keepLogs(t, dir)
+			t.Logf("seed %d failed: %s", s.Seed, rt.said())
 		}
 	})
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	faults := &faultClock{}
-	w := &workload{t: t, rng: rng, m: model.New(), c: newClient(t, d.apis, faults), ops: map[string]int{}, exec: make(chan func())}
+	w := &workload{t: rt, rng: rng, m: model.New(), c: newClient(rt, d.apis, faults), ops: map[string]int{}, exec: make(chan func())}
 	w.register(tag, s.Users)
 
 	// Readers beside the workload, as the app's other clients: single attempts with a short timeout.
@@ -173,7 +175,7 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 	}
 
 	// The faults, in a seed-chosen order with seed-chosen pauses, while the workload runs.
-	episodes := faultEpisodes(t, rng, svc, d, w)
+	episodes := faultEpisodes(rt, rng, svc, d, w)
 	var log []string
 	done := make(chan struct{})
 	var mu sync.Mutex
@@ -231,7 +233,7 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 		if errors.As(err, &fm) {
 			t.Logf("the operations on %s and the authors of its missing posts:\n%s", fm.user, w.historyOf(fm))
 		}
-		t.Fatalf("90 s after the faults stopped the deployment still differs from the model: %v\nfaults: %s", err, strings.Join(log, ", "))
+		rt.Fatalf("90 s after the faults stopped the deployment still differs from the model: %v\nfaults: %s", err, strings.Join(log, ", "))
 	}
 	t.Logf("seed %d: %d operations in %.1f s (%s); faults: %s; client: %v; concurrent feed reads: %s; drained in %.1f s; checked %d feeds, %d posts, %d notification lists, %d deleted accounts",
 		s.Seed, w.n, loadTook.Seconds(), w.opSummary(), strings.Join(log, ", "), w.c.stats, readStats, time.Since(drainStart).Seconds(),
@@ -245,7 +247,7 @@ type episode struct {
 	run  func()
 }
 
-func faultEpisodes(t *testing.T, rng *rand.Rand, svc *services, d *deployment, w *workload) []episode {
+func faultEpisodes(t testing.TB, rng *rand.Rand, svc *services, d *deployment, w *workload) []episode {
 	// The episodes draw their durations while they run, beside the workload: from a source of
 	// their own (a rand.Rand is not safe for concurrent use).
 	rng = rand.New(rand.NewPCG(rng.Uint64(), 0xfa17))
@@ -285,7 +287,7 @@ func faultEpisodes(t *testing.T, rng *rand.Rand, svc *services, d *deployment, w
 
 // workload draws operations and runs them through the client, keeping the model.
 type workload struct {
-	t      *testing.T
+	t      testing.TB
 	rng    *rand.Rand
 	m      *model.Model
 	c      *client
