@@ -355,7 +355,11 @@ func (a *App) appendBatch(ctx context.Context, users []string, src, typ string, 
 		a.appenders = make([]chan appendReq, appendShards)
 		for i := range a.appenders {
 			a.appenders[i] = make(chan appendReq, 1024)
-			go a.runAppender(a.appenders[i])
+			p := &appender{a: a}
+			if a.soleWriter {
+				p.heads = map[string]streamHead{}
+			}
+			go p.run(a.appenders[i])
 		}
 	})
 	done := make(chan error, len(users))
@@ -377,8 +381,25 @@ func shardOf(user string) int {
 	return int(h.Sum32() % appendShards)
 }
 
-// runAppender commits the appends that reach it, a gathering at a time.
-func (a *App) runAppender(in chan appendReq) {
+// appender commits the appends of the users of one shard (one goroutine). For a SoleWriter it
+// keeps the heads it wrote, so a gathering reads only the heads it does not know: no other
+// process appends, and no other appender appends to its users. A head kept can still be stale (a
+// stream made the log afresh after it expired): the head's condition fails then, and the heads
+// of that gathering are read again.
+type appender struct {
+	a     *App
+	heads map[string]streamHead // nil: not kept (other processes append too)
+}
+
+// streamHead is a log's head: the last number given out, and the one the log began at.
+type streamHead struct{ seq, base int64 }
+
+// keptHeads bounds the heads an appender keeps (about 100 bytes each); past it they are dropped
+// and read again.
+const keptHeads = 50_000
+
+// run commits the appends that reach it, a gathering at a time.
+func (p *appender) run(in chan appendReq) {
 	var carried *appendReq // the next gathering's first: its user was in the last one already
 	for {
 		var batch []appendReq
@@ -402,36 +423,32 @@ func (a *App) runAppender(in chan appendReq) {
 				break gather
 			}
 		}
-		err := a.commitAppends(context.Background(), batch)
+		err := p.commit(context.Background(), batch)
 		for _, r := range batch {
 			r.done <- err
 		}
 	}
 }
 
-// commitAppends appends each of batch (one per user) in one transaction; if its conditions fail
-// (another process's append took a number, a redelivery, a head that expired), one user at a time.
-func (a *App) commitAppends(ctx context.Context, batch []appendReq) error {
-	err := a.tryAppends(ctx, batch)
+// commit appends each of batch (one per user) in one transaction; if its conditions fail (another
+// process's append took a number, a redelivery, a head that expired), one user at a time.
+func (p *appender) commit(ctx context.Context, batch []appendReq) error {
+	err := p.try(ctx, batch)
 	if !errors.As(err, new(*table.ConditionError)) {
 		return err
 	}
 	for _, r := range batch {
-		if err := a.appendOne(ctx, r); err != nil {
+		if err := p.one(ctx, r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// tryAppends makes one attempt at appending each of batch (one per user) in one transaction, and
-// publishes them if it commits.
-func (a *App) tryAppends(ctx context.Context, batch []appendReq) error {
-	keys := make([]table.Key, len(batch))
-	for i, r := range batch {
-		keys[i] = streamHeadKey(r.user)
-	}
-	heads, err := a.streamTable.BatchGet(ctx, keys)
+// try makes one attempt at appending each of batch (one per user) in one transaction, and
+// publishes them if it commits. If it fails, the heads of batch are forgotten.
+func (p *appender) try(ctx context.Context, batch []appendReq) error {
+	heads, err := p.headsOf(ctx, batch)
 	if err != nil {
 		return err
 	}
@@ -441,35 +458,82 @@ func (a *App) tryAppends(ctx context.Context, batch []appendReq) error {
 		if heads[i] == nil {
 			continue // the user left StreamWindow ago
 		}
-		ws, seq := a.appendWrites(r.user, r.src, r.typ, r.data, heads[i].Int("seq"))
+		ws, seq := p.a.appendWrites(r.user, r.src, r.typ, r.data, *heads[i])
 		writes = append(writes, ws...)
-		published = append(published, func() { a.publish(r.user, seq, r.typ, r.data) })
+		published = append(published, func() { p.a.publish(r.user, seq, r.typ, r.data) })
+		heads[i].seq = seq
 	}
 	if len(writes) == 0 {
 		return nil
 	}
-	if err := a.streamTable.TransactWrite(ctx, writes); err != nil {
+	if err := p.a.streamTable.TransactWrite(ctx, writes); err != nil {
+		if p.heads != nil {
+			for _, r := range batch {
+				delete(p.heads, r.user)
+			}
+		}
 		return err
 	}
-	for _, p := range published {
-		p()
+	if p.heads != nil {
+		if len(p.heads)+len(batch) > keptHeads {
+			clear(p.heads)
+		}
+		for i, r := range batch {
+			if heads[i] != nil {
+				p.heads[r.user] = *heads[i]
+			}
+		}
+	}
+	for _, pub := range published {
+		pub()
 	}
 	return nil
 }
 
-// appendWrites are the writes that append an event to user's log whose head is at seq: the head
-// takes the next number (if it is still at seq), the source is marked (if it was not), the event
-// is put and the one StreamKeep before it goes.
-func (a *App) appendWrites(user, src, typ string, data []byte, seq int64) ([]table.Write, int64) {
-	next := seq + 1
+// headsOf returns the heads of batch's users' logs (nil: no log), read unless kept.
+func (p *appender) headsOf(ctx context.Context, batch []appendReq) ([]*streamHead, error) {
+	heads := make([]*streamHead, len(batch))
+	var keys []table.Key
+	var at []int
+	for i, r := range batch {
+		if h, ok := p.heads[r.user]; ok {
+			heads[i] = &h
+			continue
+		}
+		keys, at = append(keys, streamHeadKey(r.user)), append(at, i)
+	}
+	if len(keys) == 0 {
+		return heads, nil
+	}
+	items, err := p.a.streamTable.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for j, it := range items {
+		if it != nil {
+			heads[at[j]] = &streamHead{seq: it.Int("seq"), base: it.Int("base")}
+		}
+	}
+	return heads, nil
+}
+
+// appendWrites are the writes that append an event to user's log whose head is h: the head takes
+// the next number (if it is still at h.seq), the source is marked (if it was not), the event is
+// put and the one StreamKeep before it goes (if the log has one: a delete of nothing costs a
+// write, and a tombstone to compact, on every backend).
+func (a *App) appendWrites(user, src, typ string, data []byte, h streamHead) ([]table.Write, int64) {
+	next := h.seq + 1
 	expires := a.clock.Now().Add(StreamWindow).Unix()
 	ek, dk := streamEventKey(user, uint64(next)), streamDedupeKey(user, src)
-	return []table.Write{
-		table.UpdateWrite(streamHeadKey(user), table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, seq)),
+	ws := []table.Write{
+		table.UpdateWrite(streamHeadKey(user), table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, h.seq)),
 		table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
 		table.PutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
-		table.DeleteWrite(streamEventKey(user, uint64(next-StreamKeep))),
-	}, next
+	}
+	if old := next - StreamKeep; old > h.base {
+		ws = append(ws, table.DeleteWrite(streamEventKey(user, uint64(old))))
+	}
+	return ws, next
 }
 
 func (a *App) publish(user string, seq int64, typ string, data []byte) {
@@ -478,10 +542,10 @@ func (a *App) publish(user string, seq int64, typ string, data []byte) {
 	}
 }
 
-// appendOne appends r alone, reading its head again as long as another append takes the number.
-func (a *App) appendOne(ctx context.Context, r appendReq) error {
+// one appends r alone, reading its head again as long as another append takes the number.
+func (p *appender) one(ctx context.Context, r appendReq) error {
 	for range streamAttempts {
-		err := a.tryAppends(ctx, []appendReq{r})
+		err := p.try(ctx, []appendReq{r})
 		var ce *table.ConditionError
 		switch {
 		case errors.As(err, &ce) && ce.Index == 1:

@@ -16,13 +16,21 @@ import (
 
 // The stream log: events of a present user numbered in order from the head, each source once,
 // resumable after any id still kept (or the log's beginning), a reset past the newest StreamKeep;
-// a user who never streamed gets nothing; concurrent appends keep the numbering gap-free.
+// a user who never streamed gets nothing; concurrent appends keep the numbering gap-free; a log
+// made afresh after it expired is appended to from its new head. As the only writer of its table
+// a process keeps the heads it wrote (a log made afresh has moved its head behind its back).
 func TestStreamLog(t *testing.T) {
+	for _, sole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sole writer %v", sole), func(t *testing.T) { testStreamLog(t, sole) })
+	}
+}
+
+func testStreamLog(t *testing.T, sole bool) {
 	ctx := context.Background()
 	clock := &testClock{now: time.Now()}
 	tab := testtable.FromEnv(t, app.Schema, clock)
 	hub := &live.Hub{}
-	a := app.New(app.Deps{Table: tab, Clock: clock, IDs: func() string { return "x" }, Streams: live.Local{Hub: hub}})
+	a := app.New(app.Deps{Table: tab, Clock: clock, IDs: func() string { return "x" }, Streams: live.Local{Hub: hub}, SoleWriter: sole})
 	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
 
 	start, err := a.OpenStream(as("u1"), "")
@@ -122,6 +130,17 @@ func TestStreamLog(t *testing.T) {
 	clock.Add(app.StreamWindow + time.Minute)
 	if h, _ := a.StreamHead(ctx, "u1"); h != 0 {
 		t.Fatalf("the log outlived StreamWindow (head %d)", h)
+	}
+	clock.Add(time.Second) // a new log numbers from the clock, past every id of the old one
+	again, err := a.OpenStream(as("u1"), "")
+	if err != nil || again.Head <= head {
+		t.Fatalf("a stream opened again: %+v, %v (the old head %d)", again, err, head)
+	}
+	if err := a.AppendStreamForTest(ctx, []string{"u1"}, "after", "streak", 1); err != nil {
+		t.Fatal(err)
+	}
+	if evs, ok := since(again.Head); !ok || len(evs) != 1 || evs[0].Seq != again.Head+1 {
+		t.Fatalf("the log made afresh, since its beginning: %+v, ok %v", evs, ok)
 	}
 }
 
