@@ -528,7 +528,9 @@ func (a *App) appendWrites(user, src, typ string, data []byte, h streamHead) ([]
 	ws := []table.Write{
 		table.UpdateWrite(streamHeadKey(user), table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, h.seq)),
 		table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
-		table.PutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
+		// No item is at the event's key: its number is the head's next, which the head's condition
+		// keeps for this write. So the backend need not read it first.
+		table.ImmutablePutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
 	}
 	if old := next - StreamKeep; old > h.base {
 		ws = append(ws, table.DeleteWrite(streamEventKey(user, uint64(old))))
