@@ -299,7 +299,8 @@ type workload struct {
 	ops    map[string]int
 	n      int
 	exec   chan func() // runs a function on the workload's goroutine, between operations
-	// history is every operation that changes what feeds show, for the report of a failed check.
+	// history is every operation that changes what feeds or exports show, for the report of a
+	// failed check.
 	history []opRecord
 	// deleted holds the users whose accounts the workload deleted (DELETE /v1/users/{id}); the
 	// readers read it too.
@@ -318,7 +319,7 @@ func (w *workload) settle(note bool) {
 		id, u, _ := strings.Cut(k, " ")
 		p := w.m.Post(id)
 		if w.gone(u) || !w.m.CanSee(u, p) {
-			continue // the like goes with the account (erasure), or stays with the post, as the model has it
+			continue // cannot be set now: the account's likes go with it (erasure); a post it cannot see keeps what it has
 		}
 		path := "/v1/posts/" + id + "/likes/" + u
 		if p.Likes[u] {
@@ -749,7 +750,7 @@ func (w *workload) historyOf(e *feedMismatch) string {
 	return strings.Join(out, "\n")
 }
 
-// opRecord is one operation of the workload that changes what feeds show.
+// opRecord is one operation of the workload, for the report of a failed check.
 type opRecord struct{ user, other, line string }
 
 // historyOfUser returns the workload's operations of or on u.
