@@ -223,8 +223,7 @@ func (r *recordingT) said() string {
 
 func (r *recordingT) Error(args ...any) {
 	r.Helper()
-	r.record(fmt.Sprint(args...))
-	r.T.Error(args...)
+	r.Errorf("%s", strings.TrimSuffix(fmt.Sprintln(args...), "\n")) // as testing.T.Error formats
 }
 
 func (r *recordingT) Errorf(format string, args ...any) {
@@ -235,8 +234,7 @@ func (r *recordingT) Errorf(format string, args ...any) {
 
 func (r *recordingT) Fatal(args ...any) {
 	r.Helper()
-	r.record(fmt.Sprint(args...))
-	r.T.Fatal(args...)
+	r.Fatalf("%s", strings.TrimSuffix(fmt.Sprintln(args...), "\n"))
 }
 
 func (r *recordingT) Fatalf(format string, args ...any) {
