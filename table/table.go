@@ -33,7 +33,10 @@
 // Add is exact on both backends.
 package table
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Reserved attribute names.
 const (
@@ -95,6 +98,22 @@ type Index struct {
 	Name string
 	PK   string
 	SK   string
+	// KeysOnly names the index partitions (by prefixes of their partition key) whose entries a
+	// store may keep as keys alone, as DynamoDB's KEYS_ONLY projection does for a whole index:
+	// a query of such a partition returns what it would with full copies, its items read from the
+	// table. It suits partitions written far more often than their items are read through the
+	// index. A store may ignore it (the DynamoDB store projects every attribute everywhere).
+	KeysOnly []string
+}
+
+// KeysOnlyPartition reports whether the index's partition pk is one KeysOnly names.
+func (ix Index) KeysOnlyPartition(pk string) bool {
+	for _, p := range ix.KeysOnly {
+		if strings.HasPrefix(pk, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Schema lists a table's secondary indexes. The schema itself (which entity uses which index) is

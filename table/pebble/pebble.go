@@ -125,6 +125,27 @@ func tune(po *cpebble.Options) {
 	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
 }
 
+// EngineStats are the engine's figures an operator watches: the bytes it wrote, by where (what a
+// write costs on disk, compactions' rewrites included), and what it holds on disk.
+type EngineStats struct {
+	WALBytes       uint64 // written to the write-ahead log
+	FlushedBytes   uint64 // written to tables by memtable flushes
+	CompactedBytes uint64 // written to tables by compactions
+	DiskBytes      uint64 // on disk now (tables, logs, blobs)
+	L0Tables       int64  // tables in level 0 (writes stall when too many)
+}
+
+// EngineStats returns the engine's figures now (of every user of the engine, Engine's too).
+func (d *DB) EngineStats() EngineStats {
+	m := d.db.Metrics()
+	s := EngineStats{WALBytes: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage(), L0Tables: m.Levels[0].TablesCount}
+	for _, l := range m.Levels {
+		s.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed
+		s.CompactedBytes += l.TableBytesCompacted + l.BlobBytesCompacted
+	}
+	return s
+}
+
 // Engine returns the Pebble engine under the store, for a component that keeps its own keys there
 // (the embedded event log: its keys never start with the store's space bytes). Writes to it share
 // the store's write-ahead log and its syncs. It stays open until Close: close its users first.
@@ -551,7 +572,11 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 	}
 	for _, ix := range d.schema.Indexes {
 		if ipk, isk, ok := indexKeyOf(ix, next); ok {
-			if err := b.Set(indexKey(ix.Name, ipk, isk, k), val, nil); err != nil {
+			v := val
+			if ix.KeysOnlyPartition(ipk) {
+				v = keysOnlyEntry(next)
+			}
+			if err := b.Set(indexKey(ix.Name, ipk, isk, k), v, nil); err != nil {
 				return err
 			}
 		}
@@ -560,6 +585,17 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 		return b.Set(ttlKey(ttl, k), nil, nil)
 	}
 	return nil
+}
+
+// keysOnlyEntry is the value of an index entry of it in a keys-only partition: its TTL alone (if
+// it has one), so that a keys-only query tells an expired item as it does from a full copy. The
+// keys are in the engine key; a query that wants the item reads it from the base (Query).
+func keysOnlyEntry(it table.Item) []byte {
+	ref := table.Item{}
+	if ttl, ok := it[table.TTL]; ok {
+		ref[table.TTL] = ttl
+	}
+	return table.AppendItem(nil, ref)
 }
 
 func indexKeyOf(ix table.Index, it table.Item) (ipk, isk string, ok bool) {
@@ -609,7 +645,17 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if bytes.Compare(lower, upper) >= 0 {
 		return page, nil
 	}
-	iter, err := d.db.NewIter(&cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	// Entries of a keys-only partition hold no item (keysOnlyEntry): a query that wants items reads
+	// each from the base, through a snapshot so that the page is of one moment, as a page of full
+	// copies is. Entries written before the partition was keys-only are full copies still.
+	var r cpebble.Reader = d.db
+	refs := ix.KeysOnlyPartition(q.PK) && !q.KeysOnly
+	if refs {
+		snap := d.db.NewSnapshot()
+		defer snap.Close()
+		r = snap
+	}
+	iter, err := r.NewIter(&cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return table.Page{}, rookery.E(op, rookery.Internal, err)
 	}
@@ -645,6 +691,9 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		it, err := table.DecodeItem(v, keep...)
+		if err == nil && refs && it[table.PK] == nil {
+			it, err = itemOf(r, iter.Key()[len(prefix):], keep)
+		}
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
@@ -683,6 +732,21 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		return table.Page{}, rookery.E(op, rookery.Internal, err)
 	}
 	return page, nil
+}
+
+// itemOf reads from r the base item of the index entry whose engine key past the partition's
+// prefix is rest (ISK PK SK), decoding the attributes keep (all if none).
+func itemOf(r cpebble.Reader, rest []byte, keep []string) (table.Item, error) {
+	var parts [3]string
+	if _, err := readParts(rest, parts[:]); err != nil {
+		return nil, err
+	}
+	v, closer, err := r.Get(baseKey(table.Key{PK: parts[1], SK: parts[2]}))
+	if err != nil { // not even ErrNotFound: the entry and its item are written in one batch
+		return nil, err
+	}
+	defer closer.Close()
+	return table.DecodeItem(v, keep...)
 }
 
 // ttlOnly is what a keys-only query decodes of an item: its TTL, to tell an expired one.

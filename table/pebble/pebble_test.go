@@ -2,6 +2,7 @@ package pebble_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,6 +77,50 @@ func TestReopenKeepsItemsIndexesAndTTL(t *testing.T) {
 	p, err = db.Query(ctx, table.Query{Index: "GSI1", PK: "X"})
 	if err != nil || len(p.Items) != 1 || p.Items[0].String(table.SK) != "1" {
 		t.Fatalf("index after sweep: %v, %v", p.Items, err)
+	}
+}
+
+// TestKeysOnlyAfterFullCopies: a store whose index partitions become keys only (a schema change of
+// an existing store) answers from the full copies written before, and from the keys of those written
+// after (a rewritten item among them), alike.
+func TestKeysOnlyAfterFullCopies(t *testing.T) {
+	ctx := context.Background()
+	full := table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK"}}}
+	lean := full
+	lean.Indexes = []table.Index{{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", KeysOnly: []string{"LEAN#"}}}
+	opts := pebble.Options{Dir: t.TempDir(), Schema: full, Clock: rookery.SystemClock, CursorKey: []byte("k"), SweepInterval: -1}
+	item := func(sk, text string) table.Item {
+		return table.Item{table.PK: "p", table.SK: sk, "GSI1PK": "LEAN#x", "GSI1SK": sk, "text": text}
+	}
+	db, err := pebble.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sk := range []string{"1", "2"} {
+		if err := db.Put(ctx, item(sk, "old "+sk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Schema = lean
+	db = open(t, opts)
+	for _, it := range []table.Item{item("2", "new 2"), item("3", "new 3")} {
+		if err := db.Put(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := db.Query(ctx, table.Query{Index: "GSI1", PK: "LEAN#x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range p.Items {
+		got = append(got, it.String("text"))
+	}
+	if want := []string{"old 1", "new 2", "new 3"}; !slices.Equal(got, want) {
+		t.Fatalf("texts = %q; want %q", got, want)
 	}
 }
 
