@@ -69,6 +69,7 @@ func openBackends(ctx context.Context, cfg *config, sc serveConfig, clock rooker
 			return nil, err
 		}
 		b.store, b.direct, b.local = lb.Store, lb.Direct(), lb
+		m.WatchEngine(func() metrics.EngineStats { return metrics.EngineStats(lb.Store.EngineStats()) })
 		if b.direct {
 			b.streamTable = table.Observed(lb.Store.Unsynced(), m.ObserveStore)
 		}

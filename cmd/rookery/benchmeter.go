@@ -18,6 +18,7 @@ type serverFigures struct {
 	cpuSeconds float64 // process_cpu_seconds_total
 	rssBytes   float64 // process_resident_memory_bytes
 	behind     float64 // the consumer groups' lag, summed (rookery_consumer_lag_events)
+	written    float64 // the embedded engine's bytes written, every kind (rookery_engine_written_bytes_total)
 }
 
 func (c *apiClient) serverFigures(ctx context.Context) (serverFigures, error) {
@@ -39,6 +40,8 @@ func (c *apiClient) serverFigures(ctx context.Context) (serverFigures, error) {
 			f.rssBytes = n
 		case strings.HasPrefix(name, "rookery_consumer_lag_events{"):
 			f.behind += n
+		case strings.HasPrefix(name, "rookery_engine_written_bytes_total{"):
+			f.written += n
 		}
 	}
 	return f, nil
@@ -122,6 +125,7 @@ func (m *serverMeter) Stop(ctx context.Context, r *bench.Result) {
 		u.CPUSeconds = last.cpuSeconds - m.start.cpuSeconds
 		if r.Requests > 0 {
 			u.CPUPerRequestMs = 1000 * u.CPUSeconds / float64(r.Requests)
+			u.EngineKiBPerRequest = (last.written - m.start.written) / 1024 / float64(r.Requests)
 		}
 	}
 	r.Server = u

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -470,6 +471,13 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 			}
 			if items := feed(alice); len(items) != 1 || items[0].(map[string]any)["id"] != p2["id"] {
 				t.Fatalf("alice's feed right after the delete = %v", items)
+			}
+			// What the embedded store's engine wrote is exported (docs/table.md).
+			for _, kind := range []string{"wal", "flush", "compaction"} {
+				m := `rookery_engine_written_bytes_total{kind="` + kind + `"}`
+				if v, err := strconv.ParseFloat(metricOf(t, srv.url, m), 64); err != nil || kind == "wal" && v <= 0 {
+					t.Errorf("%s = %v, %v", m, v, err)
+				}
 			}
 		})
 	}
