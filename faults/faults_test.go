@@ -741,23 +741,17 @@ func (w *workload) historyOf(e *feedMismatch) string {
 			involved[p.Author] = true
 		}
 	}
-	var out []string
-	for _, h := range w.history {
-		if involved[h.user] || involved[h.other] {
-			out = append(out, h.line)
-		}
-	}
-	return strings.Join(out, "\n")
+	return w.historyInvolving(involved)
 }
 
 // opRecord is one operation of the workload, for the report of a failed check.
 type opRecord struct{ user, other, line string }
 
-// historyOfUser returns the workload's operations of or on u.
-func (w *workload) historyOfUser(u string) string {
+// historyInvolving returns the workload's operations of or on the users involved.
+func (w *workload) historyInvolving(involved map[string]bool) string {
 	var out []string
 	for _, h := range w.history {
-		if h.user == u || h.other == u {
+		if involved[h.user] || involved[h.other] {
 			out = append(out, h.line)
 		}
 	}
@@ -829,7 +823,7 @@ func (w *workload) checkExport(u, tok string) error {
 		return fmt.Errorf("%s's export: %v", u, err)
 	}
 	if diff := cmp.Diff(w.m.Export(u), got); diff != "" {
-		return fmt.Errorf("%s's export differs from the model's (-model +export):\n%s\nthe operations involving %s:\n%s", u, diff, u, w.historyOfUser(u))
+		return fmt.Errorf("%s's export differs from the model's (-model +export):\n%s\nthe operations involving %s:\n%s", u, diff, u, w.historyInvolving(map[string]bool{u: true}))
 	}
 	return nil
 }

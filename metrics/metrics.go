@@ -147,29 +147,35 @@ type EngineStats struct {
 	L0Tables                                          int64
 }
 
-// WatchEngine exports the figures stats returns, read at each scrape: the bytes the embedded
+// WatchEngine exports the figures stats returns, read once at each scrape: the bytes the embedded
 // engine wrote by kind (wal, flush, compaction), its disk use and its level-0 tables.
-func (m *Metrics) WatchEngine(stats func() EngineStats) {
-	written := func(kind string, pick func(EngineStats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "rookery_engine_written_bytes_total",
-			Help:        "Bytes the embedded store's engine wrote, by kind: wal (its write-ahead log), flush (memtables to tables), compaction (tables rewritten).",
-			ConstLabels: prometheus.Labels{"kind": kind},
-		}, func() float64 { return float64(pick(stats())) })
+func (m *Metrics) WatchEngine(stats func() EngineStats) { m.reg.MustRegister(engineCollector(stats)) }
+
+var (
+	engineWritten = prometheus.NewDesc("rookery_engine_written_bytes_total",
+		"Bytes the embedded store's engine wrote, by kind: wal (its write-ahead log), flush (memtables to tables), compaction (tables rewritten).",
+		[]string{"kind"}, nil)
+	engineDisk = prometheus.NewDesc("rookery_engine_disk_bytes", "Bytes the embedded store's engine holds on disk.", nil, nil)
+	engineL0   = prometheus.NewDesc("rookery_engine_l0_tables",
+		"Tables in level 0 of the embedded store's engine (writes stall when they pile up).", nil, nil)
+)
+
+// engineCollector collects the engine's figures from one call of itself per scrape.
+type engineCollector func() EngineStats
+
+func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- engineWritten
+	ch <- engineDisk
+	ch <- engineL0
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c()
+	for kind, v := range map[string]uint64{"wal": s.WALBytes, "flush": s.FlushedBytes, "compaction": s.CompactedBytes} {
+		ch <- prometheus.MustNewConstMetric(engineWritten, prometheus.CounterValue, float64(v), kind)
 	}
-	m.reg.MustRegister(
-		written("wal", func(s EngineStats) uint64 { return s.WALBytes }),
-		written("flush", func(s EngineStats) uint64 { return s.FlushedBytes }),
-		written("compaction", func(s EngineStats) uint64 { return s.CompactedBytes }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "rookery_engine_disk_bytes",
-			Help: "Bytes the embedded store's engine holds on disk.",
-		}, func() float64 { return float64(stats().DiskBytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "rookery_engine_l0_tables",
-			Help: "Tables in level 0 of the embedded store's engine (writes stall when they pile up).",
-		}, func() float64 { return float64(stats().L0Tables) }),
-	)
+	ch <- prometheus.MustNewConstMetric(engineDisk, prometheus.GaugeValue, float64(s.DiskBytes))
+	ch <- prometheus.MustNewConstMetric(engineL0, prometheus.GaugeValue, float64(s.L0Tables))
 }
 
 // Handler serves the registry in the Prometheus text format.

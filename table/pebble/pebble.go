@@ -591,12 +591,15 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 // it has one), so that a keys-only query tells an expired item as it does from a full copy. The
 // keys are in the engine key; a query that wants the item reads it from the base (Query).
 func keysOnlyEntry(it table.Item) []byte {
-	ref := table.Item{}
-	if ttl, ok := it[table.TTL]; ok {
-		ref[table.TTL] = ttl
+	ttl, ok := it[table.TTL]
+	if !ok {
+		return noTTLEntry
 	}
-	return table.AppendItem(nil, ref)
+	return table.AppendItem(nil, table.Item{table.TTL: ttl})
 }
+
+// noTTLEntry is keysOnlyEntry of an item without a TTL: an empty item (a batch copies what it sets).
+var noTTLEntry = table.AppendItem(nil, table.Item{})
 
 func indexKeyOf(ix table.Index, it table.Item) (ipk, isk string, ok bool) {
 	ipk, ok1 := it[ix.PK].(string)
@@ -669,14 +672,10 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	// engine keys (past the prefix): for an index, ISK PK SK; for the base table, SK. A projection
 	// decodes its attributes, the keys and the TTL, and drops the TTL unless it is asked for.
 	var keep []string
-	var parts [3]string
-	nparts, lastISK, dropTTL := 1, "", false
+	lastISK, dropTTL := "", false
 	switch {
 	case q.KeysOnly:
 		keep = ttlOnly
-		if q.Index != "" {
-			nparts = 3
-		}
 	case len(q.Attributes) > 0:
 		keep = append(slices.Clip(q.Attributes), table.PK, table.SK, table.TTL)
 		if q.Index != "" {
@@ -719,12 +718,16 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 			page.Items = append(page.Items, it)
 			continue
 		}
-		if _, err := readParts(iter.Key()[len(prefix):], parts[:nparts]); err != nil {
-			return table.Page{}, rookery.E(op, rookery.Internal, err)
+		var k table.Key
+		if q.Index == "" {
+			var sk [1]string
+			_, err = readParts(iter.Key()[len(prefix):], sk[:])
+			k = table.Key{PK: q.PK, SK: sk[0]}
+		} else {
+			lastISK, k, err = entryKey(iter.Key()[len(prefix):])
 		}
-		k := table.Key{PK: q.PK, SK: parts[0]}
-		if q.Index != "" {
-			k, lastISK = table.Key{PK: parts[1], SK: parts[2]}, parts[0]
+		if err != nil {
+			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
 		page.Keys = append(page.Keys, k)
 	}
@@ -734,14 +737,22 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	return page, nil
 }
 
-// itemOf reads from r the base item of the index entry whose engine key past the partition's
-// prefix is rest (ISK PK SK), decoding the attributes keep (all if none).
-func itemOf(r cpebble.Reader, rest []byte, keep []string) (table.Item, error) {
+// entryKey decodes what follows the partition's prefix in an index entry's engine key: the
+// index sort key and the item's key.
+func entryKey(rest []byte) (isk string, k table.Key, err error) {
 	var parts [3]string
-	if _, err := readParts(rest, parts[:]); err != nil {
+	_, err = readParts(rest, parts[:])
+	return parts[0], table.Key{PK: parts[1], SK: parts[2]}, err
+}
+
+// itemOf reads from r the base item of the index entry whose engine key past the partition's
+// prefix is rest, decoding the attributes keep (all if none).
+func itemOf(r cpebble.Reader, rest []byte, keep []string) (table.Item, error) {
+	_, k, err := entryKey(rest)
+	if err != nil {
 		return nil, err
 	}
-	v, closer, err := r.Get(baseKey(table.Key{PK: parts[1], SK: parts[2]}))
+	v, closer, err := r.Get(baseKey(k))
 	if err != nil { // not even ErrNotFound: the entry and its item are written in one batch
 		return nil, err
 	}
