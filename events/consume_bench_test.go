@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,4 +49,46 @@ func BenchmarkConsume(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkConsumeTrickle: the CPU a group spends per event when events arrive one at a time (as
+// the relay appends them while the workers keep up), with several workers waiting: the cost of
+// waking them, where BenchmarkConsume measures a backlog.
+func BenchmarkConsumeTrickle(b *testing.B) {
+	for _, conc := range []int{4, 16} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			l, err := embedded.Open(embedded.Options{InMemory: true}) // no syncs: the wakes are what is measured
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			handled := make(chan struct{}, 1)
+			go (&events.Runner{Log: l}).Run(ctx, events.Consumer{Group: "g", Concurrency: conc, Handle: func(context.Context, rookery.Event) error {
+				handled <- struct{}{}
+				return nil
+			}})
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i := range b.N {
+				ev := rookery.Event{ID: fmt.Sprintf("%010d", i), Type: "T", Key: fmt.Sprintf("k%d", i%1000), Payload: json.RawMessage(`{}`)}
+				if err := l.Append(ctx, []rookery.Event{ev}); err != nil {
+					b.Fatal(err)
+				}
+				<-handled
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/event")
+		})
+	}
+}
+
+// processCPU is the CPU time the process has used, user and system, in nanoseconds.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -35,9 +35,10 @@ type group struct {
 }
 
 // wake wakes one waiting Next of the group, or the next to wait if none waits. One is enough: a
-// Next that finds a delivery wakes another in turn (there may be more), and one that finds none
-// wakes nobody. Waking every waiter of every group on each append and ack (as a broadcast would)
-// cost more CPU than some handlers at a thousand posts a second.
+// Next that finds a delivery wakes another in turn only if another partition is ready too, and an
+// ack only if its partition has more, so that no waiter is woken to find nothing. Waking every
+// waiter of every group on each append and ack (as a broadcast would) cost more CPU than some
+// handlers at a thousand posts a second.
 func (g *group) wake() {
 	select {
 	case g.signal <- struct{}{}:
@@ -166,13 +167,17 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 			s.g.wake() // the wake may have been meant for another subscription's Next
 			return nil, rookery.E(op, rookery.Unavailable, "the subscription or the log is closed")
 		}
-		d, wait, err := s.pickLocked(s.l.clock.Now())
+		now := s.l.clock.Now()
+		d, wait, err := s.pickLocked(now)
+		more := d != nil && s.readyLocked(now)
 		s.l.mu.Unlock()
 		if err != nil {
 			return nil, rookery.E(op, rookery.Internal, err)
 		}
 		if d != nil {
-			s.g.wake()
+			if more {
+				s.g.wake()
+			}
 			return d, nil
 		}
 		// Wait for a change, for the earliest retry or ack deadline, or at most 100 ms (a clock
@@ -226,6 +231,23 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 		return &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}, 0, nil
 	}
 	return nil, wait, nil
+}
+
+// readyLocked tells whether a partition of the group may have an event to hand out now: one that
+// is not in flight (or whose ack wait has passed), not waiting for a retry, with events past its
+// committed offset (the replay queue: not known to be empty).
+func (s *subscription) readyLocked(now time.Time) bool {
+	l, g := s.l, s.g
+	for p := range g.parts {
+		ps := &g.parts[p]
+		if ps.inFlight && now.Before(ps.deliveredAt.Add(ps.ackWait)) || now.Before(ps.notBefore) {
+			continue
+		}
+		if p < l.parts && g.committed[p] < l.next[p] || p == l.parts && !g.noReplays {
+			return true
+		}
+	}
+	return false
 }
 
 // headLocked returns the group's next event of partition p (p == parts: the replay queue).
@@ -317,7 +339,9 @@ func (d *delivery) Ack(ctx context.Context) error {
 	}
 	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey = false, 0, time.Time{}, nil
 	delete(d.s.held, d.part)
-	g.wake()
+	if d.part < l.parts && g.committed[d.part] < l.next[d.part] || d.part == l.parts {
+		g.wake() // the partition has more (the replay queue may)
+	}
 	return nil
 }
 
