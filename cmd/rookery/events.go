@@ -97,13 +97,9 @@ func (e *eventsConfig) addSQSFlags(f *pflag.FlagSet) {
 // --export-dir creates it when it subscribes, so that a deployment without the export has no queue
 // filling up with events nobody reads.
 func (e *eventsConfig) sqsOptions(c *config, log *slog.Logger) sqs.Options {
-	groups := map[string][]string{}
-	for g, types := range app.GroupTypes {
-		groups[g] = types
-	}
 	return sqs.Options{
 		AWS:    awsconf.Options{Endpoint: e.sqsEndpoint, Region: e.sqsRegion, AccessKeyID: c.awsAccessKeyID, SecretAccessKey: c.awsSecretAccessKey},
-		Prefix: e.sqsPrefix, Groups: groups, MaxReceives: e.sqsMaxReceives, WaitTime: e.sqsWait, PublishBatch: e.snsBatch, Logger: log,
+		Prefix: e.sqsPrefix, Groups: groupTypes(), MaxReceives: e.sqsMaxReceives, WaitTime: e.sqsWait, PublishBatch: e.snsBatch, Logger: log,
 	}
 }
 
@@ -139,7 +135,18 @@ func (e *eventsConfig) relayFunc(ctx context.Context, c *config, store table.Tab
 
 // embeddedOptions are the options of the embedded log (package local places it).
 func (e *eventsConfig) embeddedOptions(log *slog.Logger) embedded.Options {
-	return embedded.Options{Partitions: e.partitions, Logger: log, Retain: e.retain}
+	return embedded.Options{Partitions: e.partitions, Logger: log, Retain: e.retain, Groups: groupTypes()}
+}
+
+// groupTypes are the application's consumer groups with the event types each handles, for the logs
+// that deliver a group only those (the SQS log's filter policies; the embedded log passes over the
+// others). Groups not among them (the analytics export's) receive every type.
+func groupTypes() map[string][]string {
+	groups := map[string][]string{}
+	for g, types := range app.GroupTypes {
+		groups[g] = types
+	}
+	return groups
 }
 
 // open opens the configured event log when it is not in the embedded store's engine: the NATS

@@ -67,6 +67,10 @@ type Options struct {
 	// TrimEvery is how often events past Retain are deleted; 0 means a minute, negative never
 	// (call Trim).
 	TrimEvery time.Duration
+	// Groups names the event types consumer groups receive (as SNS filter policies do for the SQS
+	// log); a group not named, or named with nil, receives every type. A group passes over the events of other types
+	// as it reaches them, without a delivery: no worker is woken for them.
+	Groups map[string][]string
 }
 
 // Log is the embedded event log.
@@ -96,6 +100,8 @@ type Log struct {
 	tails  []tail   // per partition: the latest events, so that groups keeping up read no engine
 	groups map[string]*group
 	done   chan struct{} // closed when the log is
+	// receives maps a group named in Options.Groups to the event types it receives.
+	receives map[string]map[string]bool
 }
 
 var _ events.Log = (*Log)(nil)
@@ -129,7 +135,17 @@ func Open(opts Options) (*Log, error) {
 	if opts.TrimEvery == 0 {
 		opts.TrimEvery = time.Minute
 	}
-	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, done: make(chan struct{})}
+	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, done: make(chan struct{}),
+		receives: map[string]map[string]bool{}}
+	for g, types := range opts.Groups {
+		if types == nil {
+			continue // every type
+		}
+		l.receives[g] = map[string]bool{}
+		for _, t := range types {
+			l.receives[g][t] = true
+		}
+	}
 	if err := l.load(opts.Partitions); err != nil {
 		if !l.shared {
 			db.Close()
@@ -258,6 +274,27 @@ func (l *Log) partition(key string) int { return events.Partition(key, l.parts) 
 func (l *Log) wakeGroupsLocked() {
 	for _, g := range l.groups {
 		g.wake()
+	}
+}
+
+// announceLocked tells every group of events just published. A group that has acked everything
+// before such an event (nothing is in flight on its partition then) and does not receive its type
+// passes over it at once; for any other, a waiting Next of the group is woken (group.wake says why
+// one is enough), and it passes over what it does not receive when it gets there (headLocked).
+func (l *Log) announceLocked(added []appended) {
+	for _, g := range l.groups {
+		wake := false
+		for _, a := range added {
+			if a.ok && g.committed[a.p] == a.off && !g.receives(a.ev.Type) {
+				g.committed[a.p]++
+				g.dirty = true
+				continue
+			}
+			wake = true
+		}
+		if wake {
+			g.wake()
+		}
 	}
 }
 
@@ -404,7 +441,7 @@ func (l *Log) publish(pub *publication, err error) {
 				l.tails[a.p].push(a.off, a.ev)
 			}
 		}
-		l.wakeGroupsLocked()
+		l.announceLocked(pub.added)
 	}
 	l.mu.Unlock()
 	if err != nil {

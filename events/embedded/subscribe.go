@@ -32,7 +32,12 @@ type group struct {
 	noReplays bool
 	// signal wakes one of the group's waiting Nexts (wake).
 	signal chan struct{}
+	// types are the event types the group receives (Options.Groups); nil: every type.
+	types map[string]bool
 }
+
+// receives tells whether the group receives events of type typ.
+func (g *group) receives(typ string) bool { return g.types == nil || g.types[typ] }
 
 // wake wakes one waiting Next of the group, or the next to wait if none waits. One is enough: a
 // Next that finds a delivery wakes another in turn only if another partition is ready too, and an
@@ -114,7 +119,7 @@ func (l *Log) groupLocked(name string) (*group, error) {
 	if g, ok := l.groups[name]; ok {
 		return g, nil
 	}
-	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts), signal: make(chan struct{}, 1)}
+	g := &group{name: name, committed: make([]uint64, l.parts), parts: make([]partState, l.parts+1), ahead: make([][]rookery.Event, l.parts), signal: make(chan struct{}, 1), types: l.receives[name]}
 	for p := range l.parts {
 		v, closer, err := l.db.Get(offsetKey(name, p))
 		if err == cpebble.ErrNotFound {
@@ -250,20 +255,27 @@ func (s *subscription) readyLocked(now time.Time) bool {
 	return false
 }
 
-// headLocked returns the group's next event of partition p (p == parts: the replay queue).
+// headLocked returns the group's next event of partition p (p == parts: the replay queue),
+// passing over the events before it of types the group does not receive (nothing of p is in
+// flight: they are acked as they are passed).
 func (l *Log) headLocked(g *group, p int) (rookery.Event, []byte, bool, error) {
 	if p < l.parts {
-		if g.committed[p] >= l.next[p] {
-			return rookery.Event{}, nil, false, nil
-		}
-		if len(g.ahead[p]) == 0 {
-			evs, err := l.readLocked(p, g.committed[p], readAhead)
-			if err != nil {
-				return rookery.Event{}, nil, false, err
+		for g.committed[p] < l.next[p] {
+			if len(g.ahead[p]) == 0 {
+				evs, err := l.readLocked(p, g.committed[p], readAhead)
+				if err != nil {
+					return rookery.Event{}, nil, false, err
+				}
+				g.ahead[p] = evs
 			}
-			g.ahead[p] = evs
+			if ev := g.ahead[p][0]; g.receives(ev.Type) {
+				return ev, nil, true, nil
+			}
+			g.committed[p]++
+			g.ahead[p] = g.ahead[p][1:]
+			g.dirty = true
 		}
-		return g.ahead[p][0], nil, true, nil
+		return rookery.Event{}, nil, false, nil
 	}
 	if g.noReplays {
 		return rookery.Event{}, nil, false, nil
