@@ -258,10 +258,12 @@ func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" || p.AuthorID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
+		// The post's board item is the event's applied record: it is created with the post's score
+		// and never removed (a deletion marks it), so a redelivery, or a PostCreated after the
+		// post's PostDeleted, finds it and scores nothing.
 		post := boardPostKey(p.PostID)
-		return a.scoreTx(ctx, record, func() ([]table.Write, error) {
-			return []table.Write{table.PutWrite(table.Item{table.PK: post.PK, table.SK: post.SK, "author_id": p.AuthorID, "created_at": p.CreatedAt.UnixMilli()}, table.NotExists(table.PK))}, nil
-		}, p.AuthorID, p.CreatedAt.Time, 1, 0)
+		counted := table.PutWrite(table.Item{table.PK: post.PK, table.SK: post.SK, "author_id": p.AuthorID, "created_at": p.CreatedAt.UnixMilli()}, table.NotExists(table.PK))
+		return a.scoreTx(ctx, counted, func() ([]table.Write, error) { return nil, nil }, p.AuthorID, p.CreatedAt.Time, 1, 0)
 	case LikeCreated, LikeDeleted:
 		var p LikePayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" || p.AuthorID == "" || p.UserID == "" {
@@ -320,9 +322,9 @@ func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 // errChanged says that the items a leaderboard write was built on changed: read them again.
 var errChanged = errors.New("changed")
 
-// scoreTx commits record, the writes of build (the first of which may fail its condition: then
-// only record is written, the event changes nothing) and posts/likes added to author's scores at t,
-// retrying on concurrent score changes. It returns errChanged when a write of build other than the
+// scoreTx commits record (the event's applied record), the writes of build (the first of which
+// may fail its condition: then only record is written, the event changes nothing) and posts/likes
+// added to author's scores at t, retrying on concurrent score changes. It returns errChanged when a write of build other than the
 // first failed its condition.
 func (a *App) scoreTx(ctx context.Context, record table.Write, build func() ([]table.Write, error), author string, t time.Time, posts, likes int64) error {
 	for attempt := 0; ; attempt++ {
@@ -343,7 +345,7 @@ func (a *App) scoreTx(ctx context.Context, record table.Write, build func() ([]t
 			return err
 		case ce.Index == 0:
 			return nil // applied before
-		case ce.Index == 1:
+		case ce.Index == 1 && len(w) > 0:
 			return a.onlyApplied(ctx, record)
 		case ce.Index <= len(w):
 			return errChanged
