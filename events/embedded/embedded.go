@@ -68,8 +68,8 @@ type Options struct {
 	// (call Trim).
 	TrimEvery time.Duration
 	// Groups names the event types consumer groups receive (as SNS filter policies do for the SQS
-	// log); a group not named, or named with nil, receives every type. A group passes over the events of other types
-	// as it reaches them, without a delivery: no worker is woken for them.
+	// log); a group not named, or named with nil, receives every type. A group passes over the
+	// events of other types as it reaches them, without a delivery: no worker is woken for them.
 	Groups map[string][]string
 }
 

@@ -209,18 +209,11 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 	for i := range n {
 		p := (s.rr + i) % n
 		ps := &g.parts[p]
-		if ps.inFlight {
-			deadline := ps.deliveredAt.Add(ps.ackWait)
-			if now.Before(deadline) {
-				wait = min(wait, deadline.Sub(now))
-				continue
-			}
-			ps.inFlight = false // the consumer is presumed dead: deliver again
-		}
-		if now.Before(ps.notBefore) {
-			wait = min(wait, ps.notBefore.Sub(now))
+		if d := ps.busyFor(now); d > 0 {
+			wait = min(wait, d)
 			continue
 		}
+		ps.inFlight = false // if it was, the consumer is presumed dead: deliver again
 		ev, replayKey, ok, err := l.headLocked(g, p)
 		if err != nil {
 			return nil, 0, err
@@ -238,14 +231,21 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 	return nil, wait, nil
 }
 
-// readyLocked tells whether a partition of the group may have an event to hand out now: one that
-// is not in flight (or whose ack wait has passed), not waiting for a retry, with events past its
-// committed offset (the replay queue: not known to be empty).
+// busyFor is how long the partition hands out nothing from now: until the ack wait of its delivery
+// in flight passes, or until its retry is due; 0 if it may hand out its next event now.
+func (ps *partState) busyFor(now time.Time) time.Duration {
+	if ps.inFlight {
+		return max(0, ps.deliveredAt.Add(ps.ackWait).Sub(now))
+	}
+	return max(0, ps.notBefore.Sub(now))
+}
+
+// readyLocked tells whether a partition of the group may have an event to hand out now: it is not
+// busy and has events past its committed offset (the replay queue: is not known to be empty).
 func (s *subscription) readyLocked(now time.Time) bool {
 	l, g := s.l, s.g
 	for p := range g.parts {
-		ps := &g.parts[p]
-		if ps.inFlight && now.Before(ps.deliveredAt.Add(ps.ackWait)) || now.Before(ps.notBefore) {
+		if g.parts[p].busyFor(now) > 0 {
 			continue
 		}
 		if p < l.parts && g.committed[p] < l.next[p] || p == l.parts && !g.noReplays {
