@@ -59,7 +59,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
-	f.IntVar(&sc.gcPercent, "gc-percent", 400, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
+	f.IntVar(&sc.gcPercent, "gc-percent", 300, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	f.DurationVar(&sc.deletedGrace, "deleted-grace", app.DefaultDeletedGrace, "how long a deleted account's username stays taken and its id unusable (DELETE /v1/users/{id})")
 	f.BoolVar(&sc.demo, "demo", false, "DEMO ONLY: serve the demo web client at /demo/, which signs anyone in as any user without a password (embedded store and --role all only; never on a reachable address)")
