@@ -324,8 +324,8 @@ var errChanged = errors.New("changed")
 
 // scoreTx commits record (the event's applied record), the writes of build (the first of which
 // may fail its condition: then only record is written, the event changes nothing) and posts/likes
-// added to author's scores at t, retrying on concurrent score changes. It returns errChanged when a write of build other than the
-// first failed its condition.
+// added to author's scores at t, retrying on concurrent score changes. It returns errChanged when
+// a write of build other than the first failed its condition.
 func (a *App) scoreTx(ctx context.Context, record table.Write, build func() ([]table.Write, error), author string, t time.Time, posts, likes int64) error {
 	for attempt := 0; ; attempt++ {
 		w, err := build()
