@@ -83,8 +83,8 @@ func subscribe(t *testing.T, l events.Log, group string, opts events.SubscribeOp
 	return s
 }
 
-// next waits up to 10 s for a delivery.
-func next(t *testing.T, s events.Subscription) events.Delivery {
+// Next waits up to 10 s for a delivery of s.
+func Next(t *testing.T, s events.Subscription) events.Delivery {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -95,8 +95,8 @@ func next(t *testing.T, s events.Subscription) events.Delivery {
 	return d
 }
 
-// none checks that nothing is delivered within wait.
-func none(t *testing.T, s events.Subscription, wait time.Duration) {
+// None checks that nothing is delivered to s within wait.
+func None(t *testing.T, s events.Subscription, wait time.Duration) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -117,7 +117,7 @@ func consume(t *testing.T, s events.Subscription, n int) []rookery.Event {
 	t.Helper()
 	var out []rookery.Event
 	for range n {
-		d := next(t, s)
+		d := Next(t, s)
 		out = append(out, d.Event())
 		ack(t, d)
 	}
@@ -225,7 +225,7 @@ func testSharedGroup(t *testing.T, l events.Log, clock *clocktest.Clock) {
 func testNak(t *testing.T, l events.Log, clock *clocktest.Clock) {
 	appendAll(t, l, []rookery.Event{Event("n1", "k", 1), Event("n2", "k", 2)})
 	s := subscribe(t, l, "nak", events.SubscribeOptions{})
-	d := next(t, s)
+	d := Next(t, s)
 	if d.Event().ID != "n1" || d.Attempt() != 1 {
 		t.Fatalf("first delivery %s attempt %d", d.Event().ID, d.Attempt())
 	}
@@ -233,14 +233,14 @@ func testNak(t *testing.T, l events.Log, clock *clocktest.Clock) {
 		t.Fatal(err)
 	}
 	// Not before the delay, and n2 has the same key: it must wait behind n1.
-	none(t, s, 150*time.Millisecond)
+	None(t, s, 150*time.Millisecond)
 	clock.Advance(300 * time.Millisecond)
-	d = next(t, s)
+	d = Next(t, s)
 	if d.Event().ID != "n1" || d.Attempt() != 2 {
 		t.Fatalf("after a nak: %s attempt %d; want n1 attempt 2", d.Event().ID, d.Attempt())
 	}
 	ack(t, d)
-	if d := next(t, s); d.Event().ID != "n2" || d.Attempt() != 1 {
+	if d := Next(t, s); d.Event().ID != "n2" || d.Attempt() != 1 {
 		t.Fatalf("then %s attempt %d", d.Event().ID, d.Attempt())
 	}
 }
@@ -248,10 +248,10 @@ func testNak(t *testing.T, l events.Log, clock *clocktest.Clock) {
 func testAckWait(t *testing.T, l events.Log, clock *clocktest.Clock) {
 	appendAll(t, l, []rookery.Event{Event("w1", "k", 1)})
 	s := subscribe(t, l, "wait", events.SubscribeOptions{AckWait: 300 * time.Millisecond})
-	first := next(t, s)
-	none(t, s, 150*time.Millisecond) // not before the ack wait
+	first := Next(t, s)
+	None(t, s, 150*time.Millisecond) // not before the ack wait
 	clock.Advance(300 * time.Millisecond)
-	again := next(t, s)
+	again := Next(t, s)
 	if again.Event().ID != "w1" || again.Attempt() != 2 {
 		t.Fatalf("redelivery %s attempt %d", again.Event().ID, again.Attempt())
 	}
@@ -260,24 +260,24 @@ func testAckWait(t *testing.T, l events.Log, clock *clocktest.Clock) {
 	}
 	ack(t, again)
 	clock.Advance(time.Second)
-	none(t, s, 400*time.Millisecond)
+	None(t, s, 400*time.Millisecond)
 }
 
 func testConsumerCrash(t *testing.T, l events.Log, clock *clocktest.Clock) {
 	appendAll(t, l, []rookery.Event{Event("c1", "k", 1), Event("c2", "k", 2)})
 	s := subscribe(t, l, "crash", events.SubscribeOptions{})
-	ack(t, next(t, s))
-	if d := next(t, s); d.Event().ID != "c2" {
+	ack(t, Next(t, s))
+	if d := Next(t, s); d.Event().ID != "c2" {
 		t.Fatalf("got %s", d.Event().ID)
 	}
 	s.Close() // dies holding c2
 	s2 := subscribe(t, l, "crash", events.SubscribeOptions{})
-	d := next(t, s2)
+	d := Next(t, s2)
 	if d.Event().ID != "c2" {
 		t.Fatalf("after the crash: %s; want c2 again (c1 was acked)", d.Event().ID)
 	}
 	ack(t, d)
-	none(t, s2, 300*time.Millisecond)
+	None(t, s2, 300*time.Millisecond)
 }
 
 func testDedupe(t *testing.T, l events.Log, clock *clocktest.Clock) {
@@ -288,7 +288,7 @@ func testDedupe(t *testing.T, l events.Log, clock *clocktest.Clock) {
 	if got[0].ID != "d1" || got[1].ID != "d2" || got[2].ID != "d3" {
 		t.Fatalf("got %v", []string{got[0].ID, got[1].ID, got[2].ID})
 	}
-	none(t, s, 300*time.Millisecond)
+	None(t, s, 300*time.Millisecond)
 }
 
 func testDeadLetters(t *testing.T, l events.Log, clock *clocktest.Clock) {
@@ -335,12 +335,12 @@ func testDeadLetters(t *testing.T, l events.Log, clock *clocktest.Clock) {
 		t.Fatalf("queue after replay and drop = %+v", left)
 	}
 	// The replayed event reaches its group again, and only its group.
-	d := next(t, subscribe(t, l, "broken", events.SubscribeOptions{}))
+	d := Next(t, subscribe(t, l, "broken", events.SubscribeOptions{}))
 	if d.Event().ID != "q2" || seqOf(d.Event()) != 1 {
 		t.Fatalf("replayed delivery = %+v", d.Event())
 	}
 	ack(t, d)
-	none(t, subscribe(t, l, "healthy", events.SubscribeOptions{}), 300*time.Millisecond)
+	None(t, subscribe(t, l, "healthy", events.SubscribeOptions{}), 300*time.Millisecond)
 }
 
 func testLag(t *testing.T, l events.Log, clock *clocktest.Clock) {
