@@ -68,6 +68,7 @@ func (a *App) LikePost(ctx context.Context, post, user string) error {
 	if err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
+	defer a.likeChange(user)()
 	err = a.writeWithEvent(ctx, []table.Write{
 		table.PutWrite(likeItem(post, user, now), table.NotExists(table.PK)),
 		table.CheckWrite(postKey(post), table.Exists(table.PK)),
@@ -100,6 +101,7 @@ func (a *App) removeLike(ctx context.Context, post, author, user string) error {
 	if err != nil {
 		return rookery.E("app.removeLike", rookery.Internal, err)
 	}
+	defer a.likeChange(user)()
 	err = a.writeWithEvent(ctx, []table.Write{table.DeleteWrite(likeKey(post, user), table.Exists(table.PK))}, ev)
 	var ce *table.ConditionError
 	if errors.As(err, &ce) {

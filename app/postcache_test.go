@@ -293,3 +293,83 @@ func readerWorld(t *testing.T, tab table.Table, d app.Deps) (*app.App, *eventste
 	}
 	return w.a, pipeline
 }
+
+// TestLikedByMe: a feed page's liked_by_me is exact at once after each like and unlike, whether
+// the reader's likes are read per post or (the store's only writer) kept in memory, which every
+// like and unlike of the reader drops; another user's likes change nothing of the reader's.
+func TestLikedByMe(t *testing.T) {
+	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
+	for name, open := range backends {
+		for variant, d := range variants {
+			if variant != "billed" && name != "pebble" {
+				continue // DynamoDB's index queries are not exact
+			}
+			t.Run(name+"/"+variant, func(t *testing.T) { testLikedByMe(t, open(t), d) })
+		}
+	}
+}
+
+func testLikedByMe(t *testing.T, tab table.Table, d app.Deps) {
+	a, pipeline := readerWorld(t, tab, d)
+	for _, u := range []string{"author", "other"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Follow(server, "reader", "author"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 8 {
+		p, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	pipeline.Drain(t, time.Minute)
+	liked := map[string]bool{}
+	check := func(step string) {
+		t.Helper()
+		page, err := a.Feed(as("reader"), "", 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != len(ids) {
+			t.Fatalf("%s: %d posts in the feed; want %d", step, len(page.Items), len(ids))
+		}
+		for _, p := range page.Items {
+			if p.LikedByMe != liked[p.ID] {
+				t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, liked[p.ID])
+			}
+		}
+	}
+	like := func(user, post string, on bool) {
+		t.Helper()
+		var err error
+		if on {
+			err = a.LikePost(as(user), post, user)
+		} else {
+			err = a.UnlikePost(as(user), post, user)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user == "reader" {
+			liked[post] = on
+		}
+	}
+	check("none liked")
+	like("reader", ids[2], true)
+	check("one liked")
+	like("reader", ids[5], true)
+	like("other", ids[3], true)
+	check("two liked, one by another")
+	like("reader", ids[2], false)
+	check("one unliked")
+	like("other", ids[5], false)
+	like("reader", ids[5], true) // again: no change
+	check("liked again")
+	like("reader", ids[5], false)
+	check("all unliked")
+}

@@ -376,7 +376,8 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	}
 	// The viewers' edges are read whole (and kept) where that pays: for a view of edgesQueryMin
 	// authors or more (a page), and for the live consumer's views of the present users, who are
-	// sent every post of those they follow. Other views use them if kept.
+	// sent every post of those they follow. Other views use them if kept. The same for the posts
+	// they like, for a view of edgesQueryMin posts or more.
 	whole := len(authors) >= edgesQueryMin || len(viewers) > 1
 	for _, viewer := range viewers {
 		v := &view{viewer: viewer, users: users, posts: posts,
@@ -391,6 +392,14 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		}
 		for _, k := range edges {
 			keys, owners = append(keys, k), append(owners, v)
+		}
+		liked, ok, err := a.likedOf(ctx, viewer, len(ids) >= edgesQueryMin || len(viewers) > 1)
+		if err != nil {
+			return nil, err
+		}
+		if ok { // shared: the view only reads it
+			v.liked = liked
+			continue
 		}
 		for _, id := range ids {
 			keys, owners = append(keys, likeKey(id, viewer)), append(owners, v)

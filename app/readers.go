@@ -54,28 +54,73 @@ func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool
 		{table.Query{Index: gsi3.Name, PK: blockedByPK(reader)}, edgeFrom, s.blocked},
 		{table.Query{PK: muteKey(reader, "").PK}, edgeTo, s.muted},
 	} {
-		q := kind.q
-		q.Limit, q.KeysOnly = table.MaxQueryLimit, true
-		for {
-			page, err := a.table.Query(ctx, q)
-			if err != nil {
-				return readerSets{}, false, err
-			}
-			for _, k := range page.Keys {
-				kind.set[kind.other(k)] = true
-			}
-			if page.Next == "" {
-				break
-			}
-			if len(kind.set) >= readerEdgesMax {
+		if complete, err := a.readKeySet(ctx, kind.q, kind.other, kind.set); err != nil || !complete {
+			if err == nil {
 				a.readers.keep(reader, epoch, readerSets{tooBig: true})
-				return readerSets{}, false, nil
 			}
-			q.Cursor = page.Next
+			return readerSets{}, false, err
 		}
 	}
 	a.readers.keep(reader, epoch, s)
 	return s, true, nil
+}
+
+// readKeySet adds to set what of reads from each key q lists; complete is false (and set partial)
+// when it passed readerEdgesMax.
+func (a *App) readKeySet(ctx context.Context, q table.Query, of func(table.Key) string, set map[string]bool) (complete bool, err error) {
+	q.Limit, q.KeysOnly = table.MaxQueryLimit, true
+	for {
+		page, err := a.table.Query(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		for _, k := range page.Keys {
+			set[of(k)] = true
+		}
+		if page.Next == "" {
+			return true, nil
+		}
+		if len(set) >= readerEdgesMax {
+			return false, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// likedSet is the posts a reader likes, kept (keptByUser: in the store's only writer, where index
+// queries are exact) so that a page's liked_by_me is no point read per post; a reader who likes
+// more than readerEdgesMax posts is kept as tooBig, and read per post. Every like and unlike is
+// bracketed by a change of the liker (likeChange).
+type likedSet struct {
+	posts  map[string]bool
+	tooBig bool
+}
+
+func (s likedSet) size() int { return 1 + len(s.posts) }
+
+// likeChange marks a change of user's likes as under way until the returned func is called.
+func (a *App) likeChange(user string) (done func()) { return a.liked.change(user) }
+
+// likedOf returns the posts reader likes if they are kept, or read whole (and kept) when whole is
+// set; ok is false when they are not known so (the caller reads the likes it needs).
+func (a *App) likedOf(ctx context.Context, reader string, whole bool) (map[string]bool, bool, error) {
+	if s, ok := a.liked.get(reader); ok || !whole {
+		return s.posts, ok && !s.tooBig, nil
+	}
+	epoch, ok := a.liked.begin(reader)
+	if !ok {
+		return nil, false, nil
+	}
+	s := likedSet{posts: map[string]bool{}}
+	complete, err := a.readKeySet(ctx, table.Query{Index: gsi1.Name, PK: likedByPK(reader)}, postOf, s.posts)
+	if err != nil || !complete {
+		if err == nil {
+			a.liked.keep(reader, epoch, likedSet{tooBig: true})
+		}
+		return nil, false, err
+	}
+	a.liked.keep(reader, epoch, s)
+	return s.posts, true, nil
 }
 
 // followingFromSets returns whom user follows from their kept sets, if kept (in no order).
@@ -93,4 +138,12 @@ func readersOf(d Deps) *readerEdges {
 		return nil
 	}
 	return newKeptByUser(d.FollowerCacheIDs, readerSets.size)
+}
+
+// likedSetsOf returns the readers' liked posts d's App keeps, nil for none (as readersOf).
+func likedSetsOf(d Deps) *keptByUser[likedSet] {
+	if !d.SoleWriter || d.IndexLag != 0 {
+		return nil
+	}
+	return newKeptByUser(d.FollowerCacheIDs, likedSet.size)
 }
