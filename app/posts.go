@@ -335,6 +335,7 @@ type view struct {
 	viewer                         string
 	users, posts                   map[string]table.Item
 	follows, blocked, muted, liked map[string]bool
+	rendered                       *renderedPosts
 }
 
 // loadView reads the view of viewer over authors and the posts ids (reading the posts too if
@@ -380,7 +381,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	// they like, for a view of edgesQueryMin posts or more.
 	whole := len(authors) >= edgesQueryMin || len(viewers) > 1
 	for _, viewer := range viewers {
-		v := &view{viewer: viewer, users: users, posts: posts,
+		v := &view{viewer: viewer, users: users, posts: posts, rendered: a.rendered,
 			follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
 		vs[viewer] = v
 		if !rookery.ValidUserID(viewer) {
@@ -563,7 +564,8 @@ func (v view) maySee(c rookery.Caller, it table.Item) bool {
 
 // render is post it as v's viewer sees it.
 func (v view) render(it table.Item) rookery.Post {
-	p := postFromItem(it, authorOf(v.users[it.String("author_id")]))
+	p := v.rendered.post(it)
+	p.Author = authorOf(v.users[it.String("author_id")])
 	p.LikedByMe = v.liked[p.ID]
 	return p
 }
