@@ -197,8 +197,9 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 		return timeline.Page{}, rookery.E(op, rookery.Unavailable, err)
 	}
 	// The marker through the same iterator as the entries: one view, so the floor and the entries
-	// agree (a trim cuts entries and raises the floor in one batch).
-	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: feedPrefix(user), UpperBound: append(markerKey(user), 0)})
+	// agree (a trim cuts entries and raises the floor in one batch). Bounded to the marker first,
+	// then to the entries (SetBounds keeps the view): each seek loads only what its bounds overlap.
+	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: markerKey(user), UpperBound: append(markerKey(user), 0)})
 	if err != nil {
 		return timeline.Page{}, internal(op, err)
 	}
@@ -219,6 +220,7 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 			return timeline.Page{}, internal(op, err)
 		}
 	}
+	it.SetBounds(feedPrefix(user), feedEnd(user))
 	upper := feedEnd(user)
 	if before.PostID != "" {
 		upper = entryKey(user, ms(before.At), before.PostID)
