@@ -62,7 +62,7 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 	r := &feedRead{a: a, reader: reader}
 	// One more than the page, so that a last page that happens to be full says so (no cursor).
 	want := limit + 1
-	var out []rookery.Post
+	out := make([]rookery.Post, 0, limit)
 	for {
 		refs, floor, done, err := r.candidates(ctx, before, want)
 		if err != nil {
@@ -314,7 +314,7 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	var authors, ids []string
+	authors, ids := make([]string, 0, len(refs)), make([]string, 0, len(refs))
 	for _, e := range refs {
 		authors = append(authors, e.AuthorID)
 		ids = append(ids, e.PostID)
@@ -323,7 +323,7 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 	if err != nil {
 		return nil, err
 	}
-	var out []rookery.Post
+	out := make([]rookery.Post, 0, len(refs))
 	for _, e := range refs {
 		if p, ok := v.inFeed(e); ok {
 			out = append(out, p)
