@@ -65,8 +65,8 @@ func (a *App) readerSetsOf(ctx context.Context, reader string) (readerSets, bool
 	return s, true, nil
 }
 
-// readKeySet adds to set what of reads from each key q lists; complete is false (and set partial)
-// when it passed readerEdgesMax.
+// readKeySet adds of(k) to set for each key k that q lists (keys only, page by page); complete is
+// false, and set partial, once set passed readerEdgesMax.
 func (a *App) readKeySet(ctx context.Context, q table.Query, of func(table.Key) string, set map[string]bool) (complete bool, err error) {
 	q.Limit, q.KeysOnly = table.MaxQueryLimit, true
 	for {
@@ -133,17 +133,16 @@ func (a *App) followingFromSets(user string) ([]string, bool) {
 }
 
 // readersOf returns the readers' edges d's App keeps, nil for none.
-func readersOf(d Deps) *readerEdges {
-	if !d.SoleWriter || d.IndexLag != 0 {
-		return nil
-	}
-	return newKeptByUser(d.FollowerCacheIDs, readerSets.size)
-}
+func readersOf(d Deps) *readerEdges { return keptForReads(d, readerSets.size) }
 
-// likedSetsOf returns the readers' liked posts d's App keeps, nil for none (as readersOf).
-func likedSetsOf(d Deps) *keptByUser[likedSet] {
+// likedSetsOf returns the readers' liked posts d's App keeps, nil for none.
+func likedSetsOf(d Deps) *keptByUser[likedSet] { return keptForReads(d, likedSet.size) }
+
+// keptForReads returns what the read path keeps of readers, nil for none: only in the store's only
+// writer, and only where index queries are exact (some of it is read from an index).
+func keptForReads[V any](d Deps, size func(V) int) *keptByUser[V] {
 	if !d.SoleWriter || d.IndexLag != 0 {
 		return nil
 	}
-	return newKeptByUser(d.FollowerCacheIDs, likedSet.size)
+	return newKeptByUser(d.FollowerCacheIDs, size)
 }
