@@ -21,3 +21,6 @@ func UserKeyForTest(id string) table.Key { return userKey(id) }
 func (a *App) AppendStreamForTest(ctx context.Context, users []string, src, typ string, data any) error {
 	return a.appendStream(ctx, users, src, typ, data)
 }
+
+// LikeItemForTest is the stored like of post by user made at at.
+func LikeItemForTest(post, user string, at time.Time) table.Item { return likeItem(post, user, at) }

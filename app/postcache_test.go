@@ -198,15 +198,7 @@ func testPostCache(t *testing.T, tab table.Table, sole bool) {
 // mutes and blocks either way (before the cleanup catches up), shows exactly the posts of the
 // authors still followed, seen and unblocked.
 func TestEdgeQueries(t *testing.T) {
-	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
-	for name, open := range backends {
-		for variant, d := range variants {
-			if variant != "billed" && name != "pebble" {
-				continue // DynamoDB's index queries are not exact
-			}
-			t.Run(name+"/"+variant, func(t *testing.T) { testEdgeQueries(t, open(t), d) })
-		}
-	}
+	eachReadVariant(t, testEdgeQueries)
 }
 
 func testEdgeQueries(t *testing.T, tab table.Table, d app.Deps) {
@@ -278,6 +270,21 @@ func testEdgeQueries(t *testing.T, tab table.Table, d app.Deps) {
 	check(hidden...)
 }
 
+// eachReadVariant runs test on each backend with each way the read path learns a reader's edges
+// and likes: with batch reads where reads are billed, with queries where index queries are exact
+// (Pebble), and kept in memory (Pebble, the store's only writer).
+func eachReadVariant(t *testing.T, test func(*testing.T, table.Table, app.Deps)) {
+	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
+	for name, open := range backends {
+		for variant, d := range variants {
+			if variant != "billed" && name != "pebble" {
+				continue // DynamoDB's index queries are not exact
+			}
+			t.Run(name+"/"+variant, func(t *testing.T) { test(t, open(t), d) })
+		}
+	}
+}
+
 // readerWorld is an App over tab with d's options and table timelines, its pipeline running (every
 // event delivered twice), and user "reader" with a timeline.
 func readerWorld(t *testing.T, tab table.Table, d app.Deps) (*app.App, *eventstest.Pipeline) {
@@ -298,15 +305,7 @@ func readerWorld(t *testing.T, tab table.Table, d app.Deps) (*app.App, *eventste
 // the reader's likes are read per post or (the store's only writer) kept in memory, which every
 // like and unlike of the reader drops; another user's likes change nothing of the reader's.
 func TestLikedByMe(t *testing.T) {
-	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
-	for name, open := range backends {
-		for variant, d := range variants {
-			if variant != "billed" && name != "pebble" {
-				continue // DynamoDB's index queries are not exact
-			}
-			t.Run(name+"/"+variant, func(t *testing.T) { testLikedByMe(t, open(t), d) })
-		}
-	}
+	eachReadVariant(t, testLikedByMe)
 }
 
 func testLikedByMe(t *testing.T, tab table.Table, d app.Deps) {
@@ -372,4 +371,61 @@ func testLikedByMe(t *testing.T, tab table.Table, d app.Deps) {
 	check("liked again")
 	like("reader", ids[5], false)
 	check("all unliked")
+}
+
+// TestLikedByMeManyLikes: a reader who likes more posts than are kept (5,000) is read per post, and
+// their page's liked_by_me is still exact; the likes the read path would see last (the newest, in
+// the index's order) are the page's.
+func TestLikedByMeManyLikes(t *testing.T) {
+	tab := backends["pebble"](t)
+	a, pipeline := readerWorld(t, tab, app.Deps{SoleWriter: true, FollowerCacheIDs: 1_000_000})
+	if _, _, err := a.PutUser(server, "author", app.UserInput{Username: "author"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Follow(server, "reader", "author"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 4 {
+		p, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	var writes []table.Write
+	for i := range 5_100 {
+		writes = append(writes, table.PutWrite(app.LikeItemForTest(fmt.Sprintf("01OLD%021d", i), "reader", old.Add(time.Duration(i)*time.Second))))
+	}
+	if err := tab.BatchWrite(context.Background(), writes); err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Drain(t, time.Minute)
+	check := func(step string, liked ...string) {
+		t.Helper()
+		page, err := a.Feed(as("reader"), "", 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != len(ids) {
+			t.Fatalf("%s: %d posts in the feed; want %d", step, len(page.Items), len(ids))
+		}
+		for _, p := range page.Items {
+			if want := slices.Contains(liked, p.ID); p.LikedByMe != want {
+				t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, want)
+			}
+		}
+	}
+	check("none of the page liked")
+	for _, id := range ids[1:3] {
+		if err := a.LikePost(as("reader"), id, "reader"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("two liked", ids[1], ids[2])
+	if err := a.UnlikePost(as("reader"), ids[1], "reader"); err != nil {
+		t.Fatal(err)
+	}
+	check("one unliked", ids[2])
 }
