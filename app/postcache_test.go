@@ -309,39 +309,15 @@ func TestLikedByMe(t *testing.T) {
 }
 
 func testLikedByMe(t *testing.T, tab table.Table, d app.Deps) {
-	a, pipeline := readerWorld(t, tab, d)
-	for _, u := range []string{"author", "other"} {
-		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := a.Follow(server, "reader", "author"); err != nil {
+	a, pipeline, ids := likesWorld(t, tab, d, 8)
+	if _, _, err := a.PutUser(server, "other", app.UserInput{Username: "other"}); err != nil {
 		t.Fatal(err)
-	}
-	var ids []string
-	for i := range 8 {
-		p, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, p.ID)
 	}
 	pipeline.Drain(t, time.Minute)
 	liked := map[string]bool{}
 	check := func(step string) {
 		t.Helper()
-		page, err := a.Feed(as("reader"), "", 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Items) != len(ids) {
-			t.Fatalf("%s: %d posts in the feed; want %d", step, len(page.Items), len(ids))
-		}
-		for _, p := range page.Items {
-			if p.LikedByMe != liked[p.ID] {
-				t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, liked[p.ID])
-			}
-		}
+		checkLikedByMe(t, a, step, ids, liked)
 	}
 	like := func(user, post string, on bool) {
 		t.Helper()
@@ -378,21 +354,7 @@ func testLikedByMe(t *testing.T, tab table.Table, d app.Deps) {
 // the index's order) are the page's.
 func TestLikedByMeManyLikes(t *testing.T) {
 	tab := backends["pebble"](t)
-	a, pipeline := readerWorld(t, tab, app.Deps{SoleWriter: true, FollowerCacheIDs: 1_000_000})
-	if _, _, err := a.PutUser(server, "author", app.UserInput{Username: "author"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Follow(server, "reader", "author"); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for i := range 4 {
-		p, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, p.ID)
-	}
+	a, pipeline, ids := likesWorld(t, tab, app.Deps{SoleWriter: true, FollowerCacheIDs: 1_000_000}, 4)
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	var writes []table.Write
 	for i := range 5_100 {
@@ -404,18 +366,11 @@ func TestLikedByMeManyLikes(t *testing.T) {
 	pipeline.Drain(t, time.Minute)
 	check := func(step string, liked ...string) {
 		t.Helper()
-		page, err := a.Feed(as("reader"), "", 20)
-		if err != nil {
-			t.Fatal(err)
+		want := map[string]bool{}
+		for _, id := range liked {
+			want[id] = true
 		}
-		if len(page.Items) != len(ids) {
-			t.Fatalf("%s: %d posts in the feed; want %d", step, len(page.Items), len(ids))
-		}
-		for _, p := range page.Items {
-			if want := slices.Contains(liked, p.ID); p.LikedByMe != want {
-				t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, want)
-			}
-		}
+		checkLikedByMe(t, a, step, ids, want)
 	}
 	check("none of the page liked")
 	for _, id := range ids[1:3] {
@@ -428,4 +383,42 @@ func TestLikedByMeManyLikes(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("one unliked", ids[2])
+}
+
+// likesWorld is readerWorld with "author", whom "reader" follows, and n posts of theirs (ids).
+func likesWorld(t *testing.T, tab table.Table, d app.Deps, n int) (*app.App, *eventstest.Pipeline, []string) {
+	t.Helper()
+	a, pipeline := readerWorld(t, tab, d)
+	if _, _, err := a.PutUser(server, "author", app.UserInput{Username: "author"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Follow(server, "reader", "author"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		p, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	return a, pipeline, ids
+}
+
+// checkLikedByMe fails unless reader's feed shows exactly ids, each liked_by_me as liked says.
+func checkLikedByMe(t *testing.T, a *app.App, step string, ids []string, liked map[string]bool) {
+	t.Helper()
+	page, err := a.Feed(as("reader"), "", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != len(ids) {
+		t.Fatalf("%s: %d posts in the feed; want %d", step, len(page.Items), len(ids))
+	}
+	for _, p := range page.Items {
+		if p.LikedByMe != liked[p.ID] {
+			t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, liked[p.ID])
+		}
+	}
 }
