@@ -380,6 +380,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	// sent every post of those they follow. Other views use them if kept. The same for the posts
 	// they like, for a view of edgesQueryMin posts or more.
 	whole := len(authors) >= edgesQueryMin || len(viewers) > 1
+	wholeLikes := len(ids) >= edgesQueryMin || len(viewers) > 1
 	for _, viewer := range viewers {
 		v := &view{viewer: viewer, users: users, posts: posts, rendered: a.rendered,
 			follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
@@ -394,7 +395,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		for _, k := range edges {
 			keys, owners = append(keys, k), append(owners, v)
 		}
-		liked, ok, err := a.likedOf(ctx, viewer, len(ids) >= edgesQueryMin || len(viewers) > 1)
+		liked, ok, err := a.likedOf(ctx, viewer, wholeLikes)
 		if err != nil {
 			return nil, err
 		}
