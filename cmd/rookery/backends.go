@@ -133,5 +133,5 @@ func (c *config) localOptions(clock rookery.Clock, cursorKey []byte, log *slog.L
 }
 
 func (c *timelinesConfig) pebbleOptions(clock rookery.Clock, log *slog.Logger) pebblestore.Options {
-	return pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, MarkerCache: c.markerCache}
+	return pebblestore.Options{Limits: c.limits(), Clock: clock, Logger: log, MarkerCache: c.markerCache, HeadCache: c.headCache}
 }

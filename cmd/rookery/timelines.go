@@ -28,6 +28,7 @@ type timelinesConfig struct {
 	inactiveAfter      time.Duration
 	celebrityThreshold int
 	markerCache        int
+	headCache          int
 	followerCache      int
 }
 
@@ -39,6 +40,7 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&c.ttl, "timeline-ttl", 30*24*time.Hour, "home timeline entries expire this long after their post")
 	f.DurationVar(&c.inactiveAfter, "inactive-after", 14*24*time.Hour, "readers who have not read their feed this long are skipped by fan-out; their timeline is rebuilt on their next read")
 	f.IntVar(&c.markerCache, "timeline-marker-cache", pebblestore.DefaultMarkerCache, "with --timelines store on --store pebble: how many timelines' existence fan-out remembers in memory instead of reading it from the engine (negative: none)")
+	f.IntVar(&c.headCache, "timeline-head-cache", pebblestore.DefaultHeadCache, "with --timelines store on --store pebble: how many timelines' newest entries are kept in memory, so that reading a feed's first page does not seek the engine (negative: none)")
 	f.IntVar(&c.followerCache, "follower-cache", 1_000_000, "with --store pebble: how many follower ids (over all authors) fan-out keeps in memory instead of reading authors' follower lists from the store again, and as many ids of readers' follows, blocks and mutes, and as many of the posts they like, for the feed's reads (0: none)")
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }

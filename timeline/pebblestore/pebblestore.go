@@ -77,6 +77,10 @@ type Options struct {
 	// negative value keeps none. The cache relies on this Store writing every marker of its
 	// engine: open one Store per engine.
 	MarkerCache int
+	// HeadCache is how many timelines' newest entries the Store keeps in memory, so that a read of
+	// a feed's first page does not seek the engine (heads.go); 0 means DefaultHeadCache, and a
+	// negative value keeps none. Like MarkerCache, it relies on one Store per engine.
+	HeadCache int
 }
 
 // Store is a timeline.Store on a Pebble engine.
@@ -91,6 +95,8 @@ type Store struct {
 	log   *slog.Logger
 	// markers caches marker values for Push (markers.go).
 	markers *markerCache
+	// heads caches the newest entries of timelines for Page (heads.go).
+	heads *headCache
 
 	stop chan struct{}
 	done chan struct{}
@@ -117,6 +123,10 @@ func New(db *cpebble.DB, o Options) *Store {
 		o.MarkerCache = DefaultMarkerCache
 	}
 	s.markers = newMarkerCache(o.MarkerCache)
+	if o.HeadCache == 0 {
+		o.HeadCache = DefaultHeadCache
+	}
+	s.heads = newHeadCache(o.HeadCache)
 	every := o.SweepEvery
 	if every == 0 {
 		every = time.Hour
@@ -196,52 +206,108 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 	if err := ctx.Err(); err != nil {
 		return timeline.Page{}, rookery.E(op, rookery.Unavailable, err)
 	}
+	if before.PostID == "" {
+		// The first page: from the timeline's head, kept (heads.go), or read and kept.
+		h, epoch := s.heads.get(user)
+		if h == nil {
+			var err error
+			if h, err = s.readHead(user, nil, max(limit, headEntries)); err != nil {
+				return timeline.Page{}, internal(op, err)
+			}
+			s.heads.add(user, h, epoch)
+		}
+		p, ok, err := s.pageOf(user, h, before, limit)
+		if ok || err != nil {
+			return p, internal(op, err)
+		}
+	} else if h, _ := s.heads.get(user); h != nil {
+		p, ok, err := s.pageOf(user, h, before, limit)
+		if ok || err != nil {
+			return p, internal(op, err)
+		}
+	}
+	h, err := s.readHead(user, entryKey(user, ms(before.At), before.PostID), limit)
+	if err != nil {
+		return timeline.Page{}, internal(op, err)
+	}
+	p, _, err := s.pageOf(user, h, before, limit)
+	return p, internal(op, err)
+}
+
+// readHead reads user's marker and up to n of the newest entries below upper (nil: all), stopping
+// at the floor and the TTL's cutoff.
+func (s *Store) readHead(user string, upper []byte, n int) (*head, error) {
 	// The marker through the same iterator as the entries: one view, so the floor and the entries
 	// agree (a trim cuts entries and raises the floor in one batch). Bounded to the marker first,
 	// then to the entries (SetBounds keeps the view): each seek loads only what its bounds overlap.
 	it, err := s.db.NewIter(&cpebble.IterOptions{LowerBound: markerKey(user), UpperBound: append(markerKey(user), 0)})
 	if err != nil {
-		return timeline.Page{}, internal(op, err)
+		return nil, err
 	}
 	defer it.Close()
+	h := &head{}
 	if !it.SeekGE(markerKey(user)) || !bytes.Equal(it.Key(), markerKey(user)) {
-		return timeline.Page{}, internal(op, it.Error())
+		return h, it.Error()
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return timeline.Page{}, internal(op, err)
+		return nil, err
 	}
-	m := parseMark(v)
-	if !s.live(v) || m.build != "" {
-		return timeline.Page{}, nil // missing, or being built
-	}
-	if m.exp < s.clock.Now().Add(s.idle-min(time.Hour, s.idle/10)).UnixMilli() {
-		if _, err := s.keepAlive(user); err != nil {
-			return timeline.Page{}, internal(op, err)
-		}
+	h.marked, h.mark = true, parseMark(v)
+	if h.mark.build != "" {
+		return h, nil // being built: nothing to read
 	}
 	it.SetBounds(feedPrefix(user), feedEnd(user))
-	upper := feedEnd(user)
-	if before.PostID != "" {
-		upper = entryKey(user, ms(before.At), before.PostID)
+	if upper == nil {
+		upper = feedEnd(user)
 	}
-	page := timeline.Page{Exists: true}
 	cut := s.cutoff()
-	for ok := it.SeekLT(upper); ok && len(page.Entries) < limit; ok = it.Prev() {
+	ok := it.SeekLT(upper)
+	for ; ok && len(h.entries) < n; ok = it.Prev() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return timeline.Page{}, internal(op, err)
+			return nil, err
 		}
-		if m.below(user, it.Key()) {
+		if h.mark.below(user, it.Key()) {
 			break // so is every later one
 		}
 		e := parseEntry(user, it.Key(), v)
 		if e.At.Before(cut) {
 			break // every later entry is older still
 		}
-		page.Entries = append(page.Entries, e)
+		h.entries = append(h.entries, headEntry{key: bytes.Clone(it.Key()), e: e})
 	}
-	return page, internal(op, it.Error())
+	h.all = len(h.entries) < n
+	return h, it.Error()
+}
+
+// pageOf returns the page of user's timeline older than before that h shows; ok is false when h
+// ends before the page does.
+func (s *Store) pageOf(user string, h *head, before timeline.Entry, limit int) (p timeline.Page, ok bool, err error) {
+	if !h.marked || h.mark.exp <= s.clock.Now().UnixMilli() || h.mark.build != "" {
+		return timeline.Page{}, true, nil // missing, or being built
+	}
+	if h.mark.exp < s.clock.Now().Add(s.idle-min(time.Hour, s.idle/10)).UnixMilli() {
+		if _, err := s.keepAlive(user); err != nil {
+			return timeline.Page{}, true, err
+		}
+	}
+	var upper []byte
+	if before.PostID != "" {
+		upper = entryKey(user, ms(before.At), before.PostID)
+	}
+	page := timeline.Page{Exists: true}
+	cut := s.cutoff()
+	for _, he := range h.entries {
+		if upper != nil && bytes.Compare(he.key, upper) >= 0 {
+			continue
+		}
+		if len(page.Entries) == limit || h.mark.below(user, he.key) || he.e.At.Before(cut) {
+			return page, true, nil
+		}
+		page.Entries = append(page.Entries, he.e)
+	}
+	return page, len(page.Entries) == limit || h.all, nil
 }
 
 // keepAlive reports whether user's timeline exists, and pushes its marker's expiry InactiveAfter
@@ -263,7 +329,9 @@ func (s *Store) keepAlive(user string) (bool, error) {
 	}
 	m := parseMark(v)
 	m.exp = s.newExpiry()
-	if err := s.db.Set(markerKey(user), m.value(), s.sync); err != nil {
+	err = s.db.Set(markerKey(user), m.value(), s.sync)
+	s.heads.drop(user)
+	if err != nil {
 		return false, err
 	}
 	s.markers.set(user, m.exp)
@@ -310,7 +378,7 @@ func (s *Store) reset(user string, m mark, entries []timeline.Entry) error {
 	for _, e := range timeline.Newest(entries, s.cap+1) { // one more, so the trim raises the floor
 		setEntries(b, []string{user}, e)
 	}
-	if err := b.Commit(cpebble.NoSync); err != nil {
+	if err := s.commit(b, cpebble.NoSync, user); err != nil {
 		return err
 	}
 	s.markers.set(user, m.exp)
@@ -375,7 +443,7 @@ func (s *Store) Delete(ctx context.Context, user string) error {
 		return internal(op, err)
 	}
 	_ = b.Delete(markerKey(user), nil)
-	if err := b.Commit(s.sync); err != nil {
+	if err := s.commit(b, s.sync, user); err != nil {
 		return internal(op, err)
 	}
 	s.markers.set(user, 0) // no marker
@@ -422,7 +490,7 @@ func (s *Store) addLocked(user string, m mark, entries []timeline.Entry) error {
 			setEntries(b, []string{user}, e)
 		}
 	}
-	if err := b.Commit(cpebble.NoSync); err != nil {
+	if err := s.commit(b, cpebble.NoSync, user); err != nil {
 		return err
 	}
 	return s.trimOrSync(user)
@@ -464,7 +532,7 @@ func (s *Store) DropOlder(ctx context.Context, user string, e timeline.Entry) er
 	if err != nil {
 		return internal(op, err)
 	}
-	return internal(op, b.Commit(s.sync))
+	return internal(op, s.commit(b, s.sync, user))
 }
 
 // deleteWhere deletes the entries of user's timeline that pick selects (the caller holds the lock).
@@ -479,7 +547,7 @@ func (s *Store) deleteWhere(user string, pick func(k, v []byte) bool) error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	return b.Commit(s.sync)
+	return s.commit(b, s.sync, user)
 }
 
 // Remove implements timeline.Store: it reads the timeline for the post's entry (at most the cap,
@@ -523,7 +591,8 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	defer it.Close()
 	b := s.db.NewBatch()
 	defer func() { b.Close() }()
-	flushed := false // a batch was committed unsynced
+	var users []string // whose entries b deletes
+	flushed := false   // a batch was committed unsynced
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return rookery.E(op, rookery.Unavailable, err)
@@ -532,15 +601,18 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 		if err != nil {
 			return internal(op, err)
 		}
-		if !eachHolder(it.Key(), v, func(user string) { _ = b.Delete(entryKey(user, v[:8], postID), nil) }) {
+		if !eachHolder(it.Key(), v, func(user string) {
+			_ = b.Delete(entryKey(user, v[:8], postID), nil)
+			users = append(users, user)
+		}) {
 			return rookery.E(op, rookery.Internal, "a malformed post index key")
 		}
 		_ = b.Delete(it.Key(), nil)
 		if b.Count() >= removeBatch {
-			if err := b.Commit(cpebble.NoSync); err != nil {
+			if err := s.commit(b, cpebble.NoSync, users...); err != nil {
 				return internal(op, err)
 			}
-			flushed = true
+			flushed, users = true, users[:0]
 			b.Close()
 			b = s.db.NewBatch()
 		}
@@ -550,7 +622,7 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 	}
 	switch {
 	case !b.Empty():
-		return internal(op, b.Commit(s.sync)) // and every batch before it
+		return internal(op, s.commit(b, s.sync, users...)) // and every batch before it
 	case flushed:
 		return internal(op, s.syncLog())
 	}
@@ -558,6 +630,15 @@ func (s *Store) RemovePost(ctx context.Context, postID string) error {
 }
 
 const removeBatch = 1000
+
+// commit commits b, which writes the timelines of users, and drops their heads (heads.go): after
+// the commit, so that a head read before it is not kept; also when the commit failed, as it may
+// have written.
+func (s *Store) commit(b *cpebble.Batch, sync *cpebble.WriteOptions, users ...string) error {
+	err := b.Commit(sync)
+	s.heads.drop(users...)
+	return err
+}
 
 // syncLog syncs the write-ahead log, making every write committed before it durable (unless the
 // store is Unsynced).

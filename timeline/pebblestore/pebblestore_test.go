@@ -54,6 +54,18 @@ func TestConformanceMarkerCaches(t *testing.T) {
 	}
 }
 
+// TestConformanceHeadCaches runs the suite with no head cache and with one of a head a shard, which
+// evicts all the time.
+func TestConformanceHeadCaches(t *testing.T) {
+	for _, size := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("cache=%d", size), func(t *testing.T) {
+			timelinetest.Run(t, func(t testing.TB, cfg timelinetest.Config) timeline.Store {
+				return open(t, openStore(t, cfg.Clock), pebblestore.Options{Limits: cfg.Limits, Clock: cfg.Clock, HeadCache: size})
+			})
+		})
+	}
+}
+
 // TestPushesRacingCreates: pushes that read markers while timelines are being created (through a
 // marker cache that keeps emptying itself) never leave the cache believing a created timeline
 // missing: once the creates are done, one more push reaches every timeline.

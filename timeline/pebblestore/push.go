@@ -62,7 +62,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	b := s.db.NewBatch()
 	defer b.Close()
 	setEntries(b, live, e)
-	if err := b.Commit(cpebble.NoSync); err != nil {
+	if err := s.commit(b, cpebble.NoSync, live...); err != nil {
 		return internal(op, err)
 	}
 	for _, u := range trim {
@@ -143,7 +143,7 @@ func (s *Store) trimLocked(user string, sync *cpebble.WriteOptions) error {
 			return err
 		}
 	}
-	return b.Commit(sync)
+	return s.commit(b, sync, user)
 }
 
 // raiseFloor adds to b the write raising the floor of user's timeline to f, if it exists (the

@@ -153,7 +153,7 @@ func (s *Store) sweep(user string) error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	if err := b.Commit(cpebble.NoSync); err != nil {
+	if err := s.commit(b, cpebble.NoSync, user); err != nil {
 		return err
 	}
 	if gone {
