@@ -1,8 +1,10 @@
 package rookery
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -10,6 +12,11 @@ import (
 // that the bytes are the same), without reflection: a page of posts is most of what the API
 // writes, and encoding it by reflection was a sixth of a feed read's CPU.
 func (p Post) AppendJSON(b []byte) []byte {
+	return p.appendTail(p.appendBody(p.appendHead(b)))
+}
+
+// appendHead appends the post's opening: its id and author.
+func (p Post) appendHead(b []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = AppendJSONString(b, p.ID)
 	b = append(b, `,"author":{"id":`...)
@@ -18,7 +25,13 @@ func (p Post) AppendJSON(b []byte) []byte {
 	b = AppendJSONString(b, p.Author.Username)
 	b = append(b, `,"display_name":`...)
 	b = AppendJSONString(b, p.Author.DisplayName)
-	b = append(b, `},"text":`...)
+	return append(b, '}')
+}
+
+// appendBody appends the fields from text to comment_count: the post's own, the same for every
+// reader (sameBody compares them).
+func (p Post) appendBody(b []byte) []byte {
+	b = append(b, `,"text":`...)
 	b = AppendJSONString(b, p.Text)
 	b = append(b, `,"tags":`...)
 	b = appendJSONStrings(b, p.Tags)
@@ -50,10 +63,72 @@ func (p Post) AppendJSON(b []byte) []byte {
 	b = append(b, `,"like_count":`...)
 	b = strconv.AppendInt(b, p.LikeCount, 10)
 	b = append(b, `,"comment_count":`...)
-	b = strconv.AppendInt(b, p.CommentCount, 10)
+	return strconv.AppendInt(b, p.CommentCount, 10)
+}
+
+// appendTail appends what is the reader's own, and the closing brace.
+func (p Post) appendTail(b []byte) []byte {
 	b = append(b, `,"liked_by_me":`...)
 	b = strconv.AppendBool(b, p.LikedByMe)
 	return append(b, '}')
+}
+
+// sameBody reports whether a and b encode the same body (appendBody). Strings that share their
+// bytes (a post rendered once and shown again) compare without reading them.
+func sameBody(a, b Post) bool {
+	return a.Text == b.Text && sameStrings(a.Tags, b.Tags) && sameStrings(a.Mentions, b.Mentions) &&
+		(a.Media == nil) == (b.Media == nil) && slices.Equal(a.Media, b.Media) && a.Visibility == b.Visibility &&
+		a.CreatedAt.Equal(b.CreatedAt.Time) && a.EditedAt.Equal(b.EditedAt.Time) &&
+		a.LikeCount == b.LikeCount && a.CommentCount == b.CommentCount
+}
+
+func sameStrings(a, b []string) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+
+// PostBodies keeps the encoded bodies of posts (appendBody: text to comment_count), by id, so that
+// a post shown again, on another page or to another reader, copies its body instead of escaping
+// its text and formatting its times again. A body is used only for a post whose body fields are
+// equal to those it was encoded from (sameBody), so it is never stale, whatever changed the post.
+// The zero value keeps none; it is safe for concurrent use.
+type PostBodies struct {
+	max int
+
+	mu     sync.Mutex
+	bodies map[string]*postBody
+}
+
+type postBody struct {
+	from Post // what json was encoded from
+	json []byte
+}
+
+// NewPostBodies returns a PostBodies that keeps up to max bodies.
+func NewPostBodies(max int) *PostBodies {
+	return &PostBodies{max: max, bodies: make(map[string]*postBody)}
+}
+
+// AppendJSON appends p as p.AppendJSON does, its body from c when kept.
+func (c *PostBodies) AppendJSON(b []byte, p Post) []byte {
+	if c == nil || c.max <= 0 {
+		return p.AppendJSON(b)
+	}
+	b = p.appendHead(b)
+	c.mu.Lock()
+	kept := c.bodies[p.ID]
+	c.mu.Unlock()
+	if kept != nil && sameBody(kept.from, p) {
+		return p.appendTail(append(b, kept.json...))
+	}
+	start := len(b)
+	b = p.appendBody(b)
+	kept = &postBody{from: p, json: slices.Clone(b[start:])}
+	kept.from.Author, kept.from.LikedByMe = Author{}, false // not the body's: not kept
+	c.mu.Lock()
+	if len(c.bodies) >= c.max {
+		clear(c.bodies) // simple, and refilled by the next pages
+	}
+	c.bodies[p.ID] = kept
+	c.mu.Unlock()
+	return p.appendTail(b)
 }
 
 // AppendJSON appends t as MarshalJSON encodes it.

@@ -2,6 +2,8 @@ package rookery
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +33,71 @@ func TestPostAppendJSON(t *testing.T) {
 		}
 		if got := p.AppendJSON([]byte("x")); string(got[1:]) != string(want) {
 			t.Fatalf("AppendJSON\n%s\nencoding/json\n%s", got[1:], want)
+		}
+	})
+}
+
+// TestPostBodies: posts encoded through a PostBodies are encoded as Post.AppendJSON encodes them,
+// when posts of the same id come again unchanged, with another author or reader, or with any one
+// field of their body changed (a body kept from before is never used for a post it does not
+// encode).
+func TestPostBodies(t *testing.T) {
+	if n := reflect.TypeFor[Post]().NumField(); n != 12 {
+		t.Fatalf("Post has %d fields, not 12: does sameBody compare the new ones?", n)
+	}
+	str := rapid.SampledFrom([]string{"", "a", "b", "<x>", "é"})
+	tm := rapid.SampledFrom([]Time{{}, {time.UnixMilli(1_800_000_000_000)}, {time.UnixMilli(1_800_000_000_001)}})
+	rapid.Check(t, func(t *rapid.T) {
+		c := NewPostBodies(rapid.IntRange(1, 4).Draw(t, "max"))
+		var posts []Post
+		for range rapid.IntRange(1, 30).Draw(t, "n") {
+			var p Post
+			if len(posts) > 0 && rapid.Bool().Draw(t, "again") {
+				p = posts[rapid.IntRange(0, len(posts)-1).Draw(t, "which")]
+				switch rapid.IntRange(0, 12).Draw(t, "change") {
+				case 0:
+					p.Text += "!"
+				case 1:
+					p.Tags = append(slices.Clone(p.Tags), "t")
+				case 2:
+					if p.Tags == nil {
+						p.Tags = []string{}
+					} else {
+						p.Tags = nil
+					}
+				case 3:
+					p.Mentions = append(slices.Clone(p.Mentions), "m")
+				case 4:
+					p.Media = append(slices.Clone(p.Media), Media{ID: "m", Type: "image"})
+				case 5:
+					if p.Media == nil {
+						p.Media = []Media{}
+					} else {
+						p.Media = nil
+					}
+				case 6:
+					p.Visibility += "x"
+				case 7:
+					p.CreatedAt = Time{p.CreatedAt.Add(time.Millisecond)}
+				case 8:
+					p.EditedAt = tm.Draw(t, "edited")
+				case 9:
+					p.LikeCount++
+				case 10:
+					p.CommentCount++
+				case 11:
+					p.Author.Username += "u"
+					p.LikedByMe = !p.LikedByMe
+				}
+			} else {
+				p = Post{ID: rapid.SampledFrom([]string{"p1", "p2", "p3"}).Draw(t, "id"), Author: Author{ID: str.Draw(t, "aid")},
+					Text: str.Draw(t, "text"), Visibility: str.Draw(t, "visibility"), CreatedAt: tm.Draw(t, "created"),
+					LikeCount: rapid.Int64Range(0, 2).Draw(t, "likes")}
+			}
+			posts = append(posts, p)
+			if got, want := c.AppendJSON([]byte("x"), p), p.AppendJSON([]byte("x")); string(got) != string(want) {
+				t.Fatalf("PostBodies\n%s\nAppendJSON\n%s", got, want)
+			}
 		}
 	})
 }

@@ -290,6 +290,11 @@ func reply[T any](p app.Page[T]) any {
 	return out
 }
 
+// postBodies keeps the encoded bodies of the posts pages show most (rookery.PostBodies: a kept body
+// serves only a post it encodes, so one for the process serves every server): as many as the posts
+// the app keeps rendered.
+var postBodies = rookery.NewPostBodies(2000)
+
 // postsReply is a list of posts, which encodes itself.
 type postsReply listReply[rookery.Post]
 
@@ -300,7 +305,7 @@ func (r postsReply) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = p.AppendJSON(b)
+		b = postBodies.AppendJSON(b, p)
 	}
 	b = append(b, `],"next_cursor":`...)
 	cursor, _ := json.Marshal(r.NextCursor) // a string or null
