@@ -262,6 +262,7 @@ func openTimelines(t testing.TB, cfg fixtureConfig, store table.Table) (timeline
 			if err := db.Engine().Delete(append([]byte{'h'}, user...), nil); err != nil { // its marker
 				t.Fatal(err)
 			}
+			s.Forget(user) // as the marker's expiry would leave the Store
 		}
 	}
 	if cfg.timelines != "redis" {

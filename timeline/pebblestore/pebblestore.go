@@ -139,6 +139,15 @@ func New(db *cpebble.DB, o Options) *Store {
 	return s
 }
 
+// Forget drops what the Store remembers of user's timeline (its marker and head), and reads them
+// from the engine again: for a test or tool that deleted user's marker in the engine behind the
+// Store's back (as the marker's expiry or a lost engine would).
+func (s *Store) Forget(user string) {
+	defer s.locks.Lock(user)()
+	s.markers.set(user, 0)
+	s.heads.drop(user)
+}
+
 // Close stops the sweeper. It does not close the engine.
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.stop) })
