@@ -79,8 +79,11 @@ type FeedPost struct {
 
 // AppendJSON appends f as encoding/json encodes it (TestFeedPostJSON), without reflection: the live
 // consumer encodes one for each present reader of each post.
-func (f FeedPost) AppendJSON(b []byte) []byte {
-	b = f.Post.AppendJSON(append(b, `{"post":`...))
+func (f FeedPost) AppendJSON(b []byte) []byte { return f.appendJSON(b, nil) }
+
+// appendJSON is AppendJSON with the post's body from bodies, when kept (nil: none).
+func (f FeedPost) appendJSON(b []byte, bodies *rookery.PostBodies) []byte {
+	b = bodies.AppendJSON(append(b, `{"post":`...), f.Post)
 	b = rookery.AppendJSONString(append(b, `,"position":`...), f.Position)
 	return append(b, '}')
 }
@@ -576,12 +579,13 @@ func (a *App) streamPost(ctx context.Context, readers []string, src string, entr
 	}
 	var users []string
 	var datas [][]byte
+	body := rookery.NewPostBodies(1) // the post's body is every reader's: encoded once
 	for _, reader := range present {
 		p, ok := views[reader].inFeed(entry)
 		if !ok {
 			continue
 		}
-		users, datas = append(users, reader), append(datas, FeedPost{Post: p, Position: a.feedCursor(reader, entry)}.AppendJSON(nil))
+		users, datas = append(users, reader), append(datas, FeedPost{Post: p, Position: a.feedCursor(reader, entry)}.appendJSON(nil, body))
 	}
 	return a.appendBatch(ctx, users, src, StreamFeedPost, datas)
 }
