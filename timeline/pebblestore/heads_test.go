@@ -23,7 +23,8 @@ import (
 func TestHeadCacheMatchesEngine(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := clocktest.New(time.Now().UTC().Truncate(time.Second))
-		limits := timeline.Limits{Cap: 8, TTL: time.Hour, InactiveAfter: 3 * time.Hour}
+		// A cap of 8 trims often; one of 80 lets a timeline hold more than a head (50 entries).
+		limits := timeline.Limits{Cap: rapid.SampledFrom([]int{8, 80}).Draw(rt, "cap"), TTL: time.Hour, InactiveAfter: 3 * time.Hour}
 		cached := open(t, openStore(t, clock), pebblestore.Options{Limits: limits, Clock: clock, SweepEvery: -1, HeadCache: 2})
 		plain := open(t, openStore(t, clock), pebblestore.Options{Limits: limits, Clock: clock, SweepEvery: -1, HeadCache: -1})
 		stores := []*pebblestore.Store{cached, plain}
@@ -33,7 +34,7 @@ func TestHeadCacheMatchesEngine(t *testing.T) {
 			return timeline.Entry{PostID: fmt.Sprintf("P%03d", n), AuthorID: fmt.Sprintf("A%d", n%3), At: t0.Add(time.Duration(n) * time.Second)}
 		}
 		user := rapid.SampledFrom(users)
-		post := rapid.IntRange(0, 40)
+		post := rapid.IntRange(0, 100)
 		entries := func(rt *rapid.T) []timeline.Entry {
 			var es []timeline.Entry
 			for _, n := range rapid.SliceOfN(post, 0, 12).Draw(rt, "entries") {
@@ -50,7 +51,7 @@ func TestHeadCacheMatchesEngine(t *testing.T) {
 		}
 		builds := map[string][2]string{} // a user's build in each store
 		read := func(rt *rapid.T, u string) {
-			limit := rapid.IntRange(1, 12).Draw(rt, "limit")
+			limit := rapid.SampledFrom([]int{1, 3, 12, 20, 50, 70, 100}).Draw(rt, "limit")
 			var before timeline.Entry
 			for range 3 { // a first page and two more
 				var pages [2]timeline.Page
@@ -74,6 +75,14 @@ func TestHeadCacheMatchesEngine(t *testing.T) {
 			"read": func(rt *rapid.T) { read(rt, user.Draw(rt, "user")) },
 			"create": func(rt *rapid.T) {
 				u, es := user.Draw(rt, "user"), entries(rt)
+				both("create", func(s *pebblestore.Store) error { return s.Create(ctx, u, es) })
+			},
+			"create long": func(rt *rapid.T) { // more entries than a head holds
+				u, n := user.Draw(rt, "user"), rapid.IntRange(40, 70).Draw(rt, "n")
+				var es []timeline.Entry
+				for i := range n {
+					es = append(es, entry(i))
+				}
 				both("create", func(s *pebblestore.Store) error { return s.Create(ctx, u, es) })
 			},
 			"push": func(rt *rapid.T) {

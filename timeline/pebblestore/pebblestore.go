@@ -235,7 +235,11 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 			return p, internal(op, err)
 		}
 	}
-	h, err := s.readHead(user, entryKey(user, ms(before.At), before.PostID), limit)
+	var upper []byte // the first page's, when its head ends before the page does: all
+	if before.PostID != "" {
+		upper = entryKey(user, ms(before.At), before.PostID)
+	}
+	h, err := s.readHead(user, upper, limit)
 	if err != nil {
 		return timeline.Page{}, internal(op, err)
 	}
