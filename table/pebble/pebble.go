@@ -21,7 +21,6 @@ import (
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
@@ -123,13 +122,7 @@ func tune(po *cpebble.Options) {
 	// time): fan-out writes faster (docs/performance.md).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
-	// Only the last level is compressed: it holds most of the data and is rewritten least, while
-	// the levels above it are rewritten by every compaction that passes through them, and their
-	// compression cost more CPU than their smaller files saved (docs/performance.md).
-	compression := cpebble.DBCompressionNone
-	compression.Name = "LastLevelFastest"
-	compression.Levels[len(compression.Levels)-1] = block.FastestCompression
-	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return compression })
+	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
 }
 
 // EngineStats are the engine's figures an operator watches: the bytes it wrote, by where (what a
