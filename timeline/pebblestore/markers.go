@@ -12,12 +12,19 @@ const DefaultMarkerCache = 250_000
 // from the engine is added only if the user has no value yet and the cache was not emptied since
 // the read began (fill, with the generation lookup returned): a value read before a write
 // committed then never replaces the write's. When it holds max values, the cache empties itself.
+//
+// A cache loaded with every marker of its engine before the Store's first write (load) is
+// complete: a user it has no value for has no marker, so a push reads no marker from the engine,
+// not even those of the followers it has not met since the process started (most followers, on
+// a large graph, have no timeline). Since every marker written is set, it stays complete until it
+// empties itself.
 type markerCache struct {
 	max int // 0 or less: the cache is off
 
-	mu  sync.RWMutex
-	m   map[string]int64
-	gen uint64
+	mu       sync.RWMutex
+	m        map[string]int64
+	gen      uint64
+	complete bool // m holds every marker of the engine (absent: no marker)
 }
 
 func newMarkerCache(max int) *markerCache {
@@ -38,12 +45,33 @@ func (c *markerCache) lookup(users []string, vals []int64) (missing []int, gen u
 	defer c.mu.RUnlock()
 	for i, u := range users {
 		v, ok := c.m[u]
-		if !ok {
+		if !ok && !c.complete {
 			missing = append(missing, i)
 		}
 		vals[i] = v
 	}
 	return missing, c.gen
+}
+
+// load fills an empty cache with each marker that next yields (user, expiry), and makes it
+// complete if they all fit. Call it before the Store writes anything.
+func (c *markerCache) load(next func() (user string, exp int64, ok bool, err error)) error {
+	if c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		u, exp, ok, err := next()
+		if err != nil || !ok {
+			c.complete = err == nil
+			return err
+		}
+		if len(c.m) == c.max {
+			return nil // more markers than fit: the rest are read when met
+		}
+		c.m[u] = exp
+	}
 }
 
 // fill adds the values of users read from the engine since lookup returned gen, where no value
@@ -85,5 +113,6 @@ func (c *markerCache) room() {
 	if len(c.m) >= c.max {
 		c.m = map[string]int64{}
 		c.gen++
+		c.complete = false
 	}
 }

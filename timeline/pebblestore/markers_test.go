@@ -54,3 +54,39 @@ func TestMarkerCache(t *testing.T) {
 		t.Fatalf("a cache that is off holds a = %d", got[0])
 	}
 }
+
+// TestMarkerCacheLoad: a cache loaded with every marker says that a user it has no value for has
+// none (no engine read); one loaded with more markers than fit, or emptied since, says nothing of
+// the users it lacks.
+func TestMarkerCacheLoad(t *testing.T) {
+	markers := func(users ...string) func() (string, int64, bool, error) {
+		return func() (string, int64, bool, error) {
+			if len(users) == 0 {
+				return "", 0, false, nil
+			}
+			u := users[0]
+			users = users[1:]
+			return u, 5, true, nil
+		}
+	}
+	c := newMarkerCache(3)
+	if err := c.load(markers("a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(c, "a", "x"); !slices.Equal(got, []int64{5, 0}) {
+		t.Fatalf("loaded whole: a x = %v; want [5 0] (x has no marker)", got)
+	}
+	c.set("d", 7) // the fourth value: the cache empties itself and knows nothing of the others
+	if got := cached(c, "a", "d", "x"); !slices.Equal(got, []int64{-1, 7, -1}) {
+		t.Fatalf("after emptying, a d x = %v; want [-1 7 -1] (-1: not cached)", got)
+	}
+
+	c = newMarkerCache(3)
+	if err := c.load(markers("a", "b", "c", "d")); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(c, "a", "d", "x"); !slices.Equal(got, []int64{5, -1, -1}) {
+		t.Fatalf("loaded in part: a d x = %v; want [5 -1 -1]", got)
+	}
+}
+

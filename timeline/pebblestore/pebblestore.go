@@ -123,6 +123,10 @@ func New(db *cpebble.DB, o Options) *Store {
 		o.MarkerCache = DefaultMarkerCache
 	}
 	s.markers = newMarkerCache(o.MarkerCache)
+	if err := s.loadMarkers(); err != nil {
+		// Not fatal: the cache is then incomplete, and a push reads the markers it lacks.
+		s.log.Error("timelines: loading the markers failed; pushes read them from the engine", "err", err)
+	}
 	if o.HeadCache == 0 {
 		o.HeadCache = DefaultHeadCache
 	}
@@ -137,6 +141,30 @@ func New(db *cpebble.DB, o Options) *Store {
 	}
 	go s.sweepLoop(every)
 	return s
+}
+
+// loadMarkers loads every marker of the engine into the marker cache, if they fit: one scan of
+// the markers' space when the Store opens instead of a seek per follower at each push until the
+// cache has met them all.
+func (s *Store) loadMarkers() error {
+	it, err := s.db.NewIter(spaceOf(pebblekit.TimelineMarkers))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	valid := it.First()
+	return s.markers.load(func() (string, int64, bool, error) {
+		if !valid {
+			return "", 0, false, it.Error()
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return "", 0, false, err
+		}
+		u, exp := string(it.Key()[1:]), expiry(v)
+		valid = it.Next()
+		return u, exp, true, nil
+	})
 }
 
 // Forget drops what the Store remembers of user's timeline (its marker and head), and reads them

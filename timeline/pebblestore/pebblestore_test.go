@@ -184,6 +184,14 @@ func TestSweep(t *testing.T) {
 // TestReopen: what a push wrote is there after the engine is closed and opened again, and
 // RemovePost then finds every copy through the post index.
 func TestReopen(t *testing.T) {
+	// The default marker cache loads every marker when the Store opens; one of 100 holds a third
+	// of them, and pushes read the others from the engine.
+	for _, markers := range []int{0, 100} {
+		t.Run(fmt.Sprintf("markers=%d", markers), func(t *testing.T) { testReopen(t, markers) })
+	}
+}
+
+func testReopen(t *testing.T, markers int) {
 	dir := t.TempDir()
 	o := pebble.Options{Dir: dir, Schema: app.Schema, Clock: rookery.SystemClock, CursorKey: []byte("k")}
 	db, err := pebble.Open(o)
@@ -208,13 +216,24 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s = pebblestore.New(db.Engine(), pebblestore.Options{SweepEvery: -1})
+	s = pebblestore.New(db.Engine(), pebblestore.Options{SweepEvery: -1, MarkerCache: markers})
 	defer s.Close()
+	// A push after reopening reaches every timeline there is, and makes none.
+	e2 := timeline.Entry{PostID: "P2", AuthorID: "a", At: e.At.Add(time.Millisecond)}
+	if err := s.Push(ctx, append([]string{"nobody"}, users...), e2); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Exists(ctx, "nobody"); ok || err != nil {
+		t.Fatalf("a push made a timeline: %v, %v", ok, err)
+	}
 	for _, u := range users {
 		p, err := s.Page(ctx, u, timeline.Entry{}, 10)
-		if err != nil || len(p.Entries) != 1 || p.Entries[0] != e {
-			t.Fatalf("%s's timeline after reopening = %+v, %v; want %+v", u, p, err, e)
+		if err != nil || len(p.Entries) != 2 || p.Entries[0] != e2 || p.Entries[1] != e {
+			t.Fatalf("%s's timeline after reopening = %+v, %v; want %+v, %+v", u, p, err, e2, e)
 		}
+	}
+	if err := s.RemovePost(ctx, "P2"); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.RemovePost(ctx, "P1"); err != nil {
 		t.Fatal(err)
