@@ -15,6 +15,7 @@ import (
 	"github.com/rookery/rookery/app"
 	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/streak"
+	"github.com/rookery/rookery/table"
 )
 
 // TestConcurrentActivitiesAroundMidnight: 100 activities of one user at once, half in the last
@@ -127,86 +128,129 @@ func TestStreakThroughStorageEqualsFold(t *testing.T) {
 // undone like counts no more. Posts, comments and likes also count as activities.
 func TestAuthorLeaderboardWithDeletesAndUnlikes(t *testing.T) {
 	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			tab := open(t)
-			w := newTwiceWorld(t, app.Deps{Table: tab})
-			a, pipeline := w.a, w.run(t)
-			as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
-			for _, u := range []string{"ann", "bob", "cat"} {
-				if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: u + "_"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			post := func(u string) string {
-				p, _, err := a.CreatePost(as(u), app.PostInput{Text: "hello"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p.ID
-			}
-			must := func(err error) {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			board := func() []app.AuthorRank {
-				t.Helper()
-				pipeline.Drain(t, 30*time.Second)
-				var first []app.AuthorRank
-				for _, period := range app.Periods {
-					got, err := a.TopAuthors(as("cat"), period, "", 10)
-					must(err)
-					if first == nil {
-						first = got
-					} else if diff := cmp.Diff(first, got); diff != "" {
-						t.Errorf("the %s board differs from the day's (all happened today):\n%s", period, diff)
-					}
-				}
-				return first
-			}
-			p1, p2, p3 := post("ann"), post("ann"), post("bob")
-			must(a.LikePost(as("cat"), p1, "cat"))
-			must(a.LikePost(as("bob"), p1, "bob"))
-			must(a.LikePost(as("cat"), p3, "cat"))
-			must(a.LikePost(as("ann"), p3, "ann"))
-			must(a.UnlikePost(as("cat"), p3, "cat"))
-			want := []app.AuthorRank{{UserID: "ann", Score: 22, Posts: 2, LikesReceived: 2}, {UserID: "bob", Score: 11, Posts: 1, LikesReceived: 1}}
-			if diff := cmp.Diff(want, board()); diff != "" {
-				t.Fatalf("board (-want +got):\n%s", diff)
-			}
-			must(a.DeletePost(as("ann"), p1)) // its two likes go with it
-			want = []app.AuthorRank{{UserID: "bob", Score: 11, Posts: 1, LikesReceived: 1}, {UserID: "ann", Score: 10, Posts: 1, LikesReceived: 0}}
-			if diff := cmp.Diff(want, board()); diff != "" {
-				t.Fatalf("after deleting a post with two likes (-want +got):\n%s", diff)
-			}
-			must(a.DeletePost(as("ann"), p2))
-			must(a.UnlikePost(as("ann"), p3, "ann"))
-			want = []app.AuthorRank{{UserID: "bob", Score: 10, Posts: 1, LikesReceived: 0}}
-			if diff := cmp.Diff(want, board()); diff != "" {
-				t.Fatalf("after deleting ann's last post and an unlike (-want +got):\n%s", diff)
-			}
-			// Posts and likes were activities: ann posted twice (5 each) and liked once (1).
-			s, err := a.UserStreak(as("ann"), "ann")
+		// A sole writer keeps the scores it wrote (and whether users are gone) instead of reading them.
+		for _, sole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/sole=%v", name, sole), func(t *testing.T) { testAuthorLeaderboard(t, open, sole) })
+		}
+	}
+}
+
+func testAuthorLeaderboard(t *testing.T, open func(*testing.T) table.Table, sole bool) {
+	ctx := context.Background()
+	tab := open(t)
+	w := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: sole})
+	a, pipeline := w.a, w.run(t)
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	for _, u := range []string{"ann", "bob", "cat"} {
+		if _, _, err := a.PutUser(as(u), u, app.UserInput{Username: u + "_"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(u string) string {
+		p, _, err := a.CreatePost(as(u), app.PostInput{Text: "hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	board := func() []app.AuthorRank {
+		t.Helper()
+		pipeline.Drain(t, 30*time.Second)
+		var first []app.AuthorRank
+		for _, period := range app.Periods {
+			got, err := a.TopAuthors(as("cat"), period, "", 10)
 			must(err)
-			if s.TotalPoints != 11 || s.CurrentStreak != 1 {
-				t.Errorf("ann's streak %+v; want 11 points and a streak of 1", s)
+			if first == nil {
+				first = got
+			} else if diff := cmp.Diff(first, got); diff != "" {
+				t.Errorf("the %s board differs from the day's (all happened today):\n%s", period, diff)
 			}
-			yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
-			if got, err := a.TopAuthors(as("cat"), "day", yesterday, 10); err != nil || len(got) != 0 {
-				t.Errorf("yesterday's board = %v, %v; want empty", got, err)
-			}
-			top, err := a.TopStreaks(as("cat"), 10)
-			must(err)
-			users := []string{}
-			for _, r := range top {
-				users = append(users, r.UserID)
-			}
-			slices.Sort(users)
-			if !slices.Equal(users, []string{"ann", "bob", "cat"}) {
-				t.Errorf("streak board %v; want the three users who were active today", top)
-			}
-		})
+		}
+		return first
+	}
+	p1, p2, p3 := post("ann"), post("ann"), post("bob")
+	must(a.LikePost(as("cat"), p1, "cat"))
+	must(a.LikePost(as("bob"), p1, "bob"))
+	must(a.LikePost(as("cat"), p3, "cat"))
+	must(a.LikePost(as("ann"), p3, "ann"))
+	must(a.UnlikePost(as("cat"), p3, "cat"))
+	want := []app.AuthorRank{{UserID: "ann", Score: 22, Posts: 2, LikesReceived: 2}, {UserID: "bob", Score: 11, Posts: 1, LikesReceived: 1}}
+	if diff := cmp.Diff(want, board()); diff != "" {
+		t.Fatalf("board (-want +got):\n%s", diff)
+	}
+	must(a.DeletePost(as("ann"), p1)) // its two likes go with it
+	want = []app.AuthorRank{{UserID: "bob", Score: 11, Posts: 1, LikesReceived: 1}, {UserID: "ann", Score: 10, Posts: 1, LikesReceived: 0}}
+	if diff := cmp.Diff(want, board()); diff != "" {
+		t.Fatalf("after deleting a post with two likes (-want +got):\n%s", diff)
+	}
+	must(a.DeletePost(as("ann"), p2))
+	must(a.UnlikePost(as("ann"), p3, "ann"))
+	want = []app.AuthorRank{{UserID: "bob", Score: 10, Posts: 1, LikesReceived: 0}}
+	if diff := cmp.Diff(want, board()); diff != "" {
+		t.Fatalf("after deleting ann's last post and an unlike (-want +got):\n%s", diff)
+	}
+	// Posts and likes were activities: ann posted twice (5 each) and liked once (1).
+	s, err := a.UserStreak(as("ann"), "ann")
+	must(err)
+	if s.TotalPoints != 11 || s.CurrentStreak != 1 {
+		t.Errorf("ann's streak %+v; want 11 points and a streak of 1", s)
+	}
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	if got, err := a.TopAuthors(as("cat"), "day", yesterday, 10); err != nil || len(got) != 0 {
+		t.Errorf("yesterday's board = %v, %v; want empty", got, err)
+	}
+	top, err := a.TopStreaks(as("cat"), 10)
+	must(err)
+	users := []string{}
+	for _, r := range top {
+		users = append(users, r.UserID)
+	}
+	slices.Sort(users)
+	if !slices.Equal(users, []string{"ann", "bob", "cat"}) {
+		t.Errorf("streak board %v; want the three users who were active today", top)
+	}
+}
+
+// TestKeptScoresGiveWayToTheTable: a score a sole writer kept that is no longer the item's (the
+// item was written behind the process's back) fails its transaction, and the addition is made
+// to the item as the table holds it.
+func TestKeptScoresGiveWayToTheTable(t *testing.T) {
+	ctx := context.Background()
+	tab := backends["pebble"](t)
+	w := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: true})
+	a, pipeline := w.a, w.run(t)
+	as := rookery.WithCaller(ctx, rookery.Caller{UserID: "ann"})
+	if _, _, err := a.PutUser(as, "ann", app.UserInput{Username: "ann_"}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.CreatePost(as, app.PostInput{Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Drain(t, 30*time.Second)
+	day := p.CreatedAt.UTC().Format(time.DateOnly)
+	k := table.Key{PK: "SCORE#ann", SK: "day#" + day}
+	it, err := tab.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it["posts"], it["score"], it["version"] = int64(10), int64(100), it.Int("version")+1
+	if err := tab.Put(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.CreatePost(as, app.PostInput{Text: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Drain(t, 30*time.Second)
+	got, err := a.TopAuthors(as, "day", day, 10)
+	want := []app.AuthorRank{{UserID: "ann", Score: 110, Posts: 11}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("day board = %+v, %v; want %+v (the table's 10 posts and one more)", got, err, want)
 	}
 }

@@ -215,33 +215,125 @@ func (a *App) TopAuthors(ctx context.Context, period, at string, limit int) ([]A
 // scoreWrites returns the writes that add posts and likes to author's scores in the day, week and
 // month of t: each a read-modify-write of the score item checked by its version, so that the
 // index key can hold the new score. A transaction that fails on one of them is retried from a new
-// read.
-func (a *App) scoreWrites(ctx context.Context, author string, t time.Time, posts, likes int64) ([]table.Write, error) {
+// read. The items are read from the scores kept (keptScores) if all three are, else from the table.
+// After the transaction, the caller calls done with its error: the new scores are kept if it
+// committed; after a failure the next read is from the table.
+func (a *App) scoreWrites(ctx context.Context, author string, t time.Time, posts, likes int64) (writes []table.Write, done func(error), err error) {
 	keys := make([]table.Key, len(Periods), len(Periods)+1)
 	for i, p := range Periods {
 		keys[i] = scoreKey(author, p, periodKey(p, t))
 	}
-	items, err := a.table.BatchGet(ctx, append(keys, userKey(author)))
-	if err != nil {
-		return nil, err
+	cur, kept := a.scores.get(keys)
+	gone := false
+	if kept {
+		g, err := a.goneUsers(ctx, author)
+		if err != nil {
+			return nil, nil, err
+		}
+		gone = g[author]
+	} else {
+		items, err := a.table.BatchGet(ctx, append(keys, userKey(author)))
+		if err != nil {
+			return nil, nil, err
+		}
+		gone = userGone(items[len(Periods)])
+		cur = make([]keptScore, len(Periods))
+		for i, it := range items[:len(Periods)] {
+			cur[i] = keptScore{posts: it.Int("posts"), likes: it.Int("likes"), version: it.Int("version")}
+		}
 	}
-	if userGone(items[len(Periods)]) {
-		return nil, nil // erased with the account: a late score would only make it again
+	if gone {
+		return nil, func(error) {}, nil // erased with the account: a late score would only make it again
 	}
-	writes := make([]table.Write, len(Periods))
+	writes = make([]table.Write, len(Periods))
+	next := make([]keptScore, len(Periods))
 	for i, p := range Periods {
-		cur := items[i]
-		n, l := cur.Int("posts")+posts, cur.Int("likes")+likes
+		n, l := cur[i].posts+posts, cur[i].likes+likes
+		next[i] = keptScore{posts: n, likes: l, version: cur[i].version + 1}
 		score := n*a.eng.PostWeight + l*a.eng.LikeWeight
-		version := cur.Int("version")
 		it := table.Item{table.PK: keys[i].PK, table.SK: keys[i].SK, "author_id": author, "period": p,
-			"posts": n, "likes": l, "score": score, "version": version + 1}
+			"posts": n, "likes": l, "score": score, "version": next[i].version}
 		if score > 0 {
 			setIndex(it, gsi2, authorBoardPK(p, periodKey(p, t)), fmt.Sprintf("%012d#%s", score, author))
 		}
-		writes[i] = table.PutWrite(it, table.VersionIs("version", version))
+		writes[i] = table.PutWrite(it, table.VersionIs("version", cur[i].version))
 	}
-	return writes, nil
+	return writes, func(err error) {
+		if err == nil {
+			a.scores.keep(keys, next)
+		} else {
+			a.scores.drop(keys)
+		}
+	}, nil
+}
+
+// keptScore is what a score item holds that an addition to it needs.
+type keptScore struct{ posts, likes, version int64 }
+
+// keptScores keeps the score items a process committed, in a process that is its table's only
+// writer (nil otherwise), so that adding to a score reads no item. A kept score is only what the
+// item most likely holds: every score write is conditioned on the version it was built from, so a
+// kept score that is not the item's (an erasure deleted the item, or a concurrent addition's keep
+// came late) fails the transaction, which drops it, and the retry reads the table.
+type keptScores struct {
+	mu sync.Mutex
+	m  map[table.Key]keptScore
+}
+
+// keptScoresMax bounds the scores kept (~100 bytes each): three for each author active lately.
+const keptScoresMax = 200_000
+
+func keptScoresOf(d Deps) *keptScores {
+	if !d.SoleWriter {
+		return nil
+	}
+	return &keptScores{m: map[table.Key]keptScore{}}
+}
+
+// get returns the scores of keys if all are kept.
+func (k *keptScores) get(keys []table.Key) ([]keptScore, bool) {
+	if k == nil {
+		return nil, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]keptScore, len(keys))
+	for i, key := range keys {
+		s, ok := k.m[key]
+		if !ok {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+// keep keeps scores committed to keys, each unless a later version is kept.
+func (k *keptScores) keep(keys []table.Key, scores []keptScore) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.m)+len(keys) > keptScoresMax {
+		clear(k.m) // as the other caches of the process: simple, and refilled by the next scores
+	}
+	for i, key := range keys {
+		if s, ok := k.m[key]; !ok || s.version < scores[i].version {
+			k.m[key] = scores[i]
+		}
+	}
+}
+
+func (k *keptScores) drop(keys []table.Key) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range keys {
+		delete(k.m, key)
+	}
 }
 
 // ApplyLeaderboards is the leaderboards consumer's handler: PostCreated scores a post for its
@@ -332,11 +424,12 @@ func (a *App) scoreTx(ctx context.Context, record table.Write, build func() ([]t
 		if err != nil {
 			return err
 		}
-		scores, err := a.scoreWrites(ctx, author, t, posts, likes)
+		scores, done, err := a.scoreWrites(ctx, author, t, posts, likes)
 		if err != nil {
 			return err
 		}
 		err = a.table.TransactWrite(ctx, slices.Concat([]table.Write{record}, w, scores))
+		done(err)
 		var ce *table.ConditionError
 		switch {
 		case err == nil:
@@ -387,11 +480,12 @@ func (a *App) unscorePost(ctx context.Context, post, author string) error {
 			break
 		}
 		mark := table.UpdateWrite(k, table.Update{Set: map[string]any{"deleted": true}}, table.NotExists("deleted"))
-		scores, err := a.scoreWrites(ctx, author, time.UnixMilli(it.Int("created_at")), -1, 0)
+		scores, done, err := a.scoreWrites(ctx, author, time.UnixMilli(it.Int("created_at")), -1, 0)
 		if err != nil {
 			return err
 		}
 		err = a.table.TransactWrite(ctx, append([]table.Write{mark}, scores...))
+		done(err)
 		var ce *table.ConditionError
 		if err == nil {
 			break
@@ -415,11 +509,12 @@ func (a *App) unscorePost(ctx context.Context, post, author string) error {
 		}
 		for {
 			n := tally.Int("count")
-			scores, err := a.scoreWrites(ctx, author, day.Time(), 0, -n)
+			scores, done, err := a.scoreWrites(ctx, author, day.Time(), 0, -n)
 			if err != nil {
 				return err
 			}
 			err = a.table.TransactWrite(ctx, append([]table.Write{table.DeleteWrite(tally.Key(), table.Compare("count", table.OpEq, n))}, scores...))
+			done(err)
 			var ce *table.ConditionError
 			if err == nil {
 				break
