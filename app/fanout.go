@@ -180,7 +180,8 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 	return a.timelines.Merge(ctx, reader, entries)
 }
 
-// eachFollowerPage calls each with author's followers, newest first, pages of up to limit.
+// eachFollowerPage calls each with author's followers, pages of up to limit: newest first from the
+// store, in id order from the kept lists.
 func (a *App) eachFollowerPage(ctx context.Context, author string, limit int, each func(users []string) error) error {
 	if list, ok := a.followers.get(author); ok {
 		for i := 0; i < len(list); i += limit {

@@ -155,7 +155,7 @@ func (r *feedRead) candidates(ctx context.Context, before timeline.Entry, n int)
 	if err := r.loadFollowing(ctx); err != nil {
 		return nil, floor, false, err
 	}
-	pulled, floor, err := r.a.authorPosts(ctx, append(slices.Clone(r.following), r.reader), before, n, r.a.authorPage)
+	pulled, floor, err := r.a.authorPosts(ctx, append(slices.Clone(r.following), r.reader), before, n, false)
 	if err != nil {
 		return nil, floor, false, err
 	}
@@ -168,7 +168,7 @@ func (r *feedRead) withStored(ctx context.Context, stored []timeline.Entry, befo
 	if err := r.loadCelebrities(ctx); err != nil {
 		return nil, floor, false, err
 	}
-	pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n, r.a.authorPage)
+	pulled, pfloor, err := r.a.authorPosts(ctx, append(slices.Clone(r.celebs), r.reader), before, n, false)
 	if err != nil {
 		return nil, floor, false, err
 	}
@@ -247,7 +247,7 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 func (a *App) fill(ctx context.Context, reader, build string, following []string) (bool, error) {
 	sources := append(slices.Clone(following), reader)
 	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
-	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, a.authorPageFresh)
+	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, true)
 	if err != nil {
 		return false, err
 	}
@@ -271,9 +271,28 @@ func above(es []timeline.Entry, floor timeline.Entry) []timeline.Entry {
 
 // authorPosts reads, from the author timeline of each of authors, up to n posts older than before
 // (zero: from the newest), as entries; floor is the highest last entry of an author that may have
-// more (zero if none may): the merged entries are complete down to it.
-func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int, page authorPager) (all []timeline.Entry, floor timeline.Entry, err error) {
+// more (zero if none may): the merged entries are complete down to it. A read (fresh false) serves
+// the authors the cache of recent posts covers first, with one lock, and queries the others
+// (authorPage); a write's read (fresh) queries them all (authorPageFresh).
+func (a *App) authorPosts(ctx context.Context, authors []string, before timeline.Entry, n int, fresh bool) (all []timeline.Entry, floor timeline.Entry, err error) {
 	var mu sync.Mutex
+	add := func(es []timeline.Entry, complete bool) {
+		all = append(all, es...)
+		if !complete && len(es) > 0 {
+			if last := es[len(es)-1]; floor.PostID == "" || floor.Older(last) {
+				floor = last
+			}
+		}
+	}
+	page := a.authorPageFresh
+	if !fresh {
+		page = a.authorPage
+		var found []cachedPage
+		found, authors = a.recent.pages(authors, before, n, a.clock.Now())
+		for _, p := range found {
+			add(p.entries, p.complete)
+		}
+	}
 	read := func(author string) {
 		es, complete, perr := page(ctx, author, before, n)
 		mu.Lock()
@@ -282,15 +301,12 @@ func (a *App) authorPosts(ctx context.Context, authors []string, before timeline
 			err = perr
 			return
 		}
-		all = append(all, es...)
-		if !complete && len(es) > 0 {
-			if last := es[len(es)-1]; floor.PostID == "" || floor.Older(last) {
-				floor = last
-			}
-		}
+		add(es, complete)
 	}
-	if len(authors) == 1 { // the reader alone, as most readers follow no celebrity: no goroutine
-		read(authors[0])
+	if len(authors) <= 1 { // the reader alone, or one author not cached: no goroutine
+		for _, author := range authors {
+			read(author)
+		}
 		return all, floor, err
 	}
 	var wg sync.WaitGroup

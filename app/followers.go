@@ -1,6 +1,9 @@
 package app
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // followerLists keeps authors' follower lists in memory for fan-out and the live consumer, in a
 // process that is the only writer of follows to its store (keptByUser, whose protocol every write
@@ -83,10 +86,12 @@ func (ff *followerFill) add(ids []string) {
 }
 
 // keep keeps the list ff gathered (the whole list, read from the store) unless a change began or
-// ended meanwhile.
+// ended meanwhile. It is kept in id order, the order a push sorts its users into (their markers'
+// and entries' keys): sorting a sorted list is one pass.
 func (f *followerLists) keep(ff *followerFill) {
 	if f == nil || ff == nil || ff.tooBig {
 		return
 	}
+	slices.Sort(ff.ids)
 	f.keptByUser.keep(ff.author, ff.epoch, keptList{joined: strings.Join(ff.ids, " "), n: len(ff.ids)})
 }

@@ -60,6 +60,48 @@ func (c *recentPosts) get(author string, now time.Time) (recentEntry, bool) {
 	return e, true
 }
 
+// cachedPage is one author's page served from the cache.
+type cachedPage struct {
+	author   string
+	entries  []timeline.Entry
+	complete bool
+}
+
+// pages returns, with one lock, the pages (as authorPage's) of the authors whose entries cover
+// them, and the authors whose do not.
+func (c *recentPosts) pages(authors []string, before timeline.Entry, n int, now time.Time) (found []cachedPage, missed []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ttl := cmp.Or(c.ttl, recentTTL)
+	for _, author := range authors {
+		e, ok := c.authors[author]
+		if ok && now.Sub(e.at) <= ttl {
+			if es, complete, ok := e.page(before, n); ok {
+				found = append(found, cachedPage{author, es, complete})
+				continue
+			}
+		}
+		missed = append(missed, author)
+	}
+	return found, missed
+}
+
+// page returns up to n of the entry's references older than before and whether they are all the
+// author has, if the entry covers that range (ok).
+func (e recentEntry) page(before timeline.Entry, n int) (es []timeline.Entry, complete, ok bool) {
+	i := 0
+	if before.PostID != "" {
+		for i < len(e.entries) && !e.entries[i].Older(before) {
+			i++
+		}
+	}
+	rest := e.entries[i:]
+	if len(rest) >= n {
+		return rest[:n], false, true
+	}
+	return rest, true, e.complete
+}
+
 // stamp returns author's stamp, to pass to put after the query.
 func (c *recentPosts) stamp(author string) recentStamp {
 	c.mu.Lock()
@@ -133,18 +175,8 @@ func (c *recentPosts) restampLocked(author string) {
 // cache on a first page).
 func (a *App) authorPage(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
 	if e, ok := a.recent.get(author, a.clock.Now()); ok {
-		i := 0
-		if before.PostID != "" {
-			for i < len(e.entries) && !e.entries[i].Older(before) {
-				i++
-			}
-		}
-		rest := e.entries[i:]
-		if len(rest) >= n {
-			return rest[:n], false, nil
-		}
-		if e.complete {
-			return rest, true, nil
+		if es, complete, ok := e.page(before, n); ok {
+			return es, complete, nil
 		}
 	}
 	limit := n
@@ -164,10 +196,6 @@ func (a *App) authorPage(ctx context.Context, author string, before timeline.Ent
 	}
 	return es, !more, nil
 }
-
-// authorPager reads up to n of author's posts older than before, newest first, and whether they
-// are all there are: authorPage (through the cache, for reads) or authorPageFresh (for writes).
-type authorPager func(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error)
 
 // authorPageFresh is authorPage without the cache.
 func (a *App) authorPageFresh(ctx context.Context, author string, before timeline.Entry, n int) ([]timeline.Entry, bool, error) {
