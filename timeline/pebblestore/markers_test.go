@@ -89,4 +89,3 @@ func TestMarkerCacheLoad(t *testing.T) {
 		t.Fatalf("loaded in part: a d x = %v; want [5 -1 -1]", got)
 	}
 }
-
