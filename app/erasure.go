@@ -128,6 +128,23 @@ func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
 	return it, err
 }
 
+// liveAuthor is liveUser as an author. A process that is its table's only writer answers from its
+// copy of the author's profile if it has one (exact there: every write of a profile sets the copy
+// after its commit, and a deletion sets a tombstone, which reads as a miss).
+func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error) {
+	if a.soleWriter {
+		if it, ok := a.authors.get(ctx, []string{id})[id]; ok {
+			return authorOf(it), nil
+		}
+	}
+	it, err := a.liveUser(ctx, id)
+	if err != nil {
+		return rookery.Author{}, err
+	}
+	a.authors.keep(ctx, it)
+	return authorOf(it), nil
+}
+
 // goneUsers returns which of ids are deleted users (tombstones), with one batch read of those not
 // known in process (a.gone). Unknown ids are not gone: they never were.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {

@@ -165,7 +165,7 @@ func TestGoneUsersKept(t *testing.T) {
 	var offset atomic.Int64 // the table's clock runs ahead of the App's by this much
 	clock := rookery.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tab := testtable.Pebble(t, app.Schema, clock)
-	a := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: true, DeletedGrace: time.Hour}).a
+	a := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: true, DeletedGrace: time.Hour, PostCacheTTL: time.Hour}).a
 	for _, u := range []string{"ann", "bob"} {
 		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
 			t.Fatal(err)
@@ -191,13 +191,32 @@ func TestGoneUsersKept(t *testing.T) {
 		}
 	}
 	followers("ann")
+	// A post's author comes from the process's copy of their profile: a deleted author has none.
+	post := func(display string) error {
+		t.Helper()
+		p, _, err := a.CreatePost(as("ann"), app.PostInput{Text: "hi"})
+		if err == nil && p.Author.DisplayName != display {
+			t.Fatalf("the post's author is %+v; want display name %q", p.Author, display)
+		}
+		return err
+	}
+	if err := post("ann"); err != nil { // the display name defaults to the username
+		t.Fatal(err)
+	}
 	if err := a.DeleteUser(server, "ann"); err != nil {
 		t.Fatal(err)
 	}
 	followers() // deleted: hidden until the erasure deletes the edge (its pipeline is not running)
+	if err := post("ann"); !rookery.IsKind(err, rookery.NotFound) {
+		t.Fatalf("a deleted user posted: %v; want NotFound", err)
+	}
 	offset.Store(int64(2 * time.Hour))
-	if _, _, err := a.PutUser(server, "ann", app.UserInput{Username: "ann"}); err != nil {
+	again := "Ann again"
+	if _, _, err := a.PutUser(server, "ann", app.UserInput{Username: "ann", DisplayName: &again}); err != nil {
 		t.Fatal(err) // the tombstone expired: the id is free
 	}
 	followers("ann") // the edge is the erased account's, but the id is a live user's again
+	if err := post("Ann again"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -208,7 +208,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err := fe.Err(op); err != nil {
 		return p, false, err
 	}
-	user, err := a.liveUser(ctx, author)
+	user, err := a.liveAuthor(ctx, author)
 	if rookery.IsKind(err, rookery.NotFound) {
 		return p, false, rookery.E(op, rookery.NotFound, "the author is not a user")
 	} else if err != nil {
@@ -245,14 +245,14 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		if old.String("author_id") != author || old.String("text") != in.Text {
 			return p, false, rookery.E(op, rookery.Conflict, "a post with this id exists")
 		}
-		return postFromItem(old, authorOf(user)), false, nil
+		return postFromItem(old, user), false, nil
 	}
 	if err != nil {
 		return p, false, err
 	}
 	a.recent.add(timeline.Entry{PostID: id, AuthorID: author, At: now})
 	a.posts.created(ctx, item)
-	return postFromItem(item, authorOf(user)), true, nil
+	return postFromItem(item, user), true, nil
 }
 
 // givenTags normalizes the tags a client gave (without the text's hashtags); they are kept so an
@@ -276,13 +276,11 @@ func nonNil(l []string) []string {
 
 // authorByID reads user id as an author; a user who is gone is just their id.
 func (a *App) authorByID(ctx context.Context, id string) (rookery.Author, error) {
-	u, err := a.liveUser(ctx, id)
+	u, err := a.liveAuthor(ctx, id)
 	if rookery.IsKind(err, rookery.NotFound) {
 		return rookery.Author{ID: id}, nil
-	} else if err != nil {
-		return rookery.Author{}, err
 	}
-	return authorOf(u), nil
+	return u, err
 }
 
 func authorOf(u table.Item) rookery.Author {
