@@ -27,11 +27,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on, below the kernel's range of
+# ephemeral ports: a port in that range may be taken, between the check and the server's bind, as
+# the local end of any process's outgoing connection (PostgreSQL then failed to start).
 free_port() {
-	local port
+	local port low
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	[ "$low" -gt 16000 ] 2>/dev/null || low=32768
 	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 40000))
+		port=$((15000 + RANDOM % (low - 15000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return
