@@ -240,18 +240,14 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 }
 
 // fill completes build of reader's timeline with the newest posts of everyone in following and the
-// reader's own that one pull brings completely: the entries above the pull's floor. What a
-// timeline stores must not lag (a post another process made a moment ago, whose fan-out skipped
-// this timeline, would be missing above the timeline's floor for good), so it queries the author
-// timelines rather than the in-process cache of them, unless the process is its table's only
-// writer: there the cache lags nothing a build needs. Each post enters its author's cached entry
-// before its fan-out reads any marker (ApplyFanout adds it first), and the build began (Begin)
-// before this pull, so a post whose fan-out missed the building timeline was in the cache, or in
-// the index the cache's misses query, when the pull read it.
+// reader's own that one pull brings completely: the entries above the pull's floor. It queries the
+// author timelines rather than the in-process cache of them: what a timeline stores must not lag
+// (a post another process made a moment ago, whose fan-out skipped this timeline, would be missing
+// above the timeline's floor for good).
 func (a *App) fill(ctx context.Context, reader, build string, following []string) (bool, error) {
 	sources := append(slices.Clone(following), reader)
 	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
-	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, !a.soleWriter)
+	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, true)
 	if err != nil {
 		return false, err
 	}
