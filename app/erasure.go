@@ -141,7 +141,9 @@ func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error)
 	if err != nil {
 		return rookery.Author{}, err
 	}
-	a.authors.keep(ctx, it)
+	if a.soleWriter { // elsewhere the copy is not read here: keeping it would only cost a cache write
+		a.authors.keep(ctx, it)
+	}
 	return authorOf(it), nil
 }
 
