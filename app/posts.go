@@ -227,9 +227,15 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		"created_at": now.UnixMilli(), gsi1.PK: postsByAuthorPK(author), gsi1.SK: postIndexSK(id, now),
 		"rev": int64(1), // every write of the item adds one (postCache)
 	}
-	writes := []table.Write{table.PutWrite(item, table.NotExists(table.PK))}
+	// An id this process made is new (a ULID): no item is at its key, so the put needs no
+	// condition and no read of the key first. A client's id may be taken (a retry, another post).
+	put := table.ImmutablePutWrite(item)
+	if in.ID != "" {
+		put = table.PutWrite(item, table.NotExists(table.PK))
+	}
+	writes := []table.Write{put}
 	for _, t := range tags {
-		writes = append(writes, table.PutWrite(tagItem(id, t, author, now)))
+		writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, now)))
 	}
 	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
 	if err != nil {
@@ -261,6 +267,8 @@ func givenTags(given []string) []string {
 	return tagsOf(&rookery.FieldErrors{}, given, "")
 }
 
+// tagItem is a post's entry in the posts-by-tag index: a pure function of its key (the post's id
+// and the tag; the post's author and creation time never change), so its puts are immutable.
 func tagItem(id, tag, author string, created time.Time) table.Item {
 	k := postTagKey(id, tag)
 	return table.Item{table.PK: k.PK, table.SK: k.SK, "post_id": id, "author_id": author,
@@ -675,12 +683,12 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
 		if !slices.Contains(tags, t) {
-			writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
+			writes = append(writes, table.ImmutableDeleteWrite(tagItem(id, t, author, created)))
 		}
 	}
 	for _, t := range tags {
 		if !slices.Contains(old.Strings("tags"), t) {
-			writes = append(writes, table.PutWrite(tagItem(id, t, author, created)))
+			writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, created)))
 		}
 	}
 	var newMentions []string
@@ -721,19 +729,19 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 // removePost deletes post item old and its tags, with its PostDeleted event: Conflict if it is
 // gone already.
 func (a *App) removePost(ctx context.Context, old table.Item) error {
-	id := old.String("id")
+	id, author, created := old.String("id"), old.String("author_id"), time.UnixMilli(old.Int("created_at")).UTC()
 	writes := []table.Write{table.DeleteWrite(postKey(id), table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
-		writes = append(writes, table.DeleteWrite(postTagKey(id, t)))
+		writes = append(writes, table.ImmutableDeleteWrite(tagItem(id, t, author, created)))
 	}
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
-	ev, err := a.event(ctx, PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: old.String("author_id"), Visibility: old.String("visibility"),
-		CreatedAt: rookery.Time{Time: time.UnixMilli(old.Int("created_at")).UTC()}}, now)
+	ev, err := a.event(ctx, PostDeleted, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: old.String("visibility"),
+		CreatedAt: rookery.Time{Time: created}}, now)
 	if err != nil {
 		return rookery.E("app.removePost", rookery.Internal, err)
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
-	a.recent.forget(old.String("author_id"))
+	a.recent.forget(author)
 	a.posts.forget(ctx, id) // whatever err says: a write that timed out may have committed
 	return err
 }
