@@ -133,8 +133,9 @@ func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
 // after its commit, and a deletion sets a tombstone, which reads as a miss).
 func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error) {
 	if a.soleWriter {
-		if it, ok := a.authors.get(ctx, []string{id})[id]; ok {
-			return authorOf(it), nil
+		copies := map[string]table.Item{}
+		if a.authors.get(ctx, []string{id}, copies); copies[id] != nil {
+			return authorOf(copies[id]), nil
 		}
 	}
 	it, err := a.liveUser(ctx, id)

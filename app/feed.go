@@ -353,12 +353,17 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 // either way (v read the posts).
 func (v view) inFeed(e timeline.Entry) (rookery.Post, bool) {
 	it := v.posts[e.PostID]
+	if it == nil {
+		return rookery.Post{}, false
+	}
+	// The rendered post (kept by its rev) answers the rules: the item's attributes are map lookups.
+	p := v.rendered.post(it)
 	switch {
-	case it == nil || it.String("author_id") != e.AuthorID:
+	case p.Author.ID != e.AuthorID:
 	case e.AuthorID != v.viewer && (!v.follows[e.AuthorID] || v.muted[e.AuthorID]):
-	case !v.maySee(rookery.Caller{UserID: v.viewer}, it):
+	case !v.maySee(rookery.Caller{UserID: v.viewer}, p):
 	default:
-		return v.render(it), true
+		return v.show(p), true
 	}
 	return rookery.Post{}, false
 }

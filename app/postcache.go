@@ -83,10 +83,10 @@ var postCopyAttrs = []string{"id", "author_id", "text", "tags", "mentions", "med
 
 func (p *copies) key(id string) string { return p.kind + ":" + id }
 
-// get returns the copies of the items ids that are cached, by id; the others are to be read.
-func (p *copies) get(ctx context.Context, ids []string) map[string]table.Item {
+// get adds to into the copies of the items ids that are cached, by id; the others are to be read.
+func (p *copies) get(ctx context.Context, ids []string, into map[string]table.Item) {
 	if p == nil || len(ids) == 0 {
-		return nil
+		return
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
@@ -95,16 +95,15 @@ func (p *copies) get(ctx context.Context, ids []string) map[string]table.Item {
 	items, err := p.store.getMany(ctx, keys)
 	if err != nil { // a cache that fails costs table reads, nothing else
 		p.onRead(p.kind, 0, len(ids))
-		return nil
+		return
 	}
-	out := make(map[string]table.Item, len(ids))
+	hits := 0
 	for i, it := range items {
 		if it != nil {
-			out[ids[i]] = it
+			into[ids[i]], hits = it, hits+1
 		}
 	}
-	p.onRead(p.kind, len(out), len(ids)-len(out))
-	return out
+	p.onRead(p.kind, hits, len(ids)-hits)
 }
 
 // keep sets the copies of items read or written; a failure only costs later reads.

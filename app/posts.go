@@ -327,8 +327,8 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 	}
 	out := make([]rookery.Post, 0, len(posts))
 	for _, it := range posts {
-		if v.maySee(c, it) {
-			out = append(out, v.render(it))
+		if p := v.rendered.post(it); v.maySee(c, p) {
+			out = append(out, v.show(p))
 		}
 	}
 	return out, nil
@@ -362,9 +362,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	var keys []table.Key
 	var owners []*view // the view a key is read for; nil for the shared ones
 	authors = slices.Compact(slices.Sorted(slices.Values(authors)))
-	for id, it := range a.authors.get(ctx, authors) {
-		users[id] = it
-	}
+	a.authors.get(ctx, authors, users)
 	for _, id := range authors {
 		if users[id] == nil {
 			keys, owners = append(keys, userKey(id)), append(owners, nil)
@@ -372,9 +370,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	}
 	var read, readUsers []table.Item // read from the table, for the copies
 	if withPosts {
-		for id, it := range a.posts.get(ctx, ids) {
-			posts[id] = it
-		}
+		a.posts.get(ctx, ids, posts)
 		for _, id := range ids {
 			if posts[id] == nil {
 				keys, owners = append(keys, postKey(id)), append(owners, nil)
@@ -558,21 +554,21 @@ const (
 	edgesQueryPer = 4
 )
 
-// maySee reports whether the caller c (whose acting user is v's viewer) may see post it: not of a
-// deleted user, not across a block, and a followers post only by its author, a follower, or a
-// server token of its own.
-func (v view) maySee(c rookery.Caller, it table.Item) bool {
-	author := it.String("author_id")
+// maySee reports whether the caller c (whose acting user is v's viewer) may see post p (as
+// renderedPosts renders it: its author's id alone): not of a deleted user, not across a block, and
+// a followers post only by its author, a follower, or a server token of its own.
+func (v view) maySee(c rookery.Caller, p rookery.Post) bool {
+	author := p.Author.ID
 	if v.blocked[author] || userGone(v.users[author]) {
 		return false
 	}
-	return it.String("visibility") != rookery.Followers || c.Server && c.OnBehalfOf == "" || v.viewer == author || v.follows[author]
+	return p.Visibility != rookery.Followers || c.Server && c.OnBehalfOf == "" || v.viewer == author || v.follows[author]
 }
 
-// render is post it as v's viewer sees it.
-func (v view) render(it table.Item) rookery.Post {
-	p := v.rendered.post(it)
-	p.Author = authorOf(v.users[it.String("author_id")])
+// show is post p (as renderedPosts renders it) as v's viewer sees it: with its author's profile,
+// and whether the viewer likes it.
+func (v view) show(p rookery.Post) rookery.Post {
+	p.Author = authorOf(v.users[p.Author.ID])
 	p.LikedByMe = v.liked[p.ID]
 	return p
 }

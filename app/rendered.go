@@ -7,11 +7,11 @@ import (
 	"github.com/rookery/rookery/table"
 )
 
-// renderedPosts keeps posts as rendered from their items (postFromItem, without the author, whose
-// profile changes on its own), by id and rev: every write of a post item raises its rev, so a post
-// rendered from the item at one rev is that item's rendering for as long as it has that rev. A
-// page's posts are rendered once each, not on every read; the copies are shared, so their slices
-// are only read.
+// renderedPosts keeps posts as rendered from their items (renderPost), by id and rev: every write
+// of a post item raises its rev, so a post rendered from the item at one rev is that item's
+// rendering for as long as it has that rev. A page's posts are rendered once each, not on every
+// read, and the read path's rules read the rendered post's fields, not the item's map; the copies
+// are shared, so their slices are only read.
 type renderedPosts struct {
 	max int
 
@@ -32,11 +32,12 @@ func newRenderedPosts(max int) *renderedPosts {
 	return &renderedPosts{max: max, posts: map[string]renderedPost{}}
 }
 
-// post returns the post of item it, without its author; from the copy rendered at its rev if kept.
+// post returns the post of item it, with its author's id alone; from the copy rendered at its rev
+// if kept.
 func (r *renderedPosts) post(it table.Item) rookery.Post {
 	rev := it.Int("rev")
 	if r == nil || rev == 0 { // an item without a rev has no version to key a copy by
-		return postFromItem(it, rookery.Author{})
+		return renderPost(it)
 	}
 	id := it.String("id")
 	r.mu.Lock()
@@ -45,7 +46,7 @@ func (r *renderedPosts) post(it table.Item) rookery.Post {
 	if ok && c.rev == rev {
 		return c.post
 	}
-	p := postFromItem(it, rookery.Author{})
+	p := renderPost(it)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.posts[id]; ok && c.rev > rev {
@@ -56,4 +57,10 @@ func (r *renderedPosts) post(it table.Item) rookery.Post {
 	}
 	r.posts[id] = renderedPost{rev: rev, post: p}
 	return p
+}
+
+// renderPost is post item it rendered with its author's id alone: the author's profile changes on
+// its own, and each view adds it (view.show).
+func renderPost(it table.Item) rookery.Post {
+	return postFromItem(it, rookery.Author{ID: it.String("author_id")})
 }

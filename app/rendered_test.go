@@ -3,12 +3,14 @@ package app
 import (
 	"testing"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
 )
 
 // TestRenderedPosts: a post is rendered again when its item's rev rises (an edit, a count), kept
 // otherwise; an older item read late does not replace a newer rendering; items without a rev are
-// rendered each time; the bound empties the copies rather than growing past it.
+// rendered each time; the bound empties the copies rather than growing past it. A rendering carries
+// its author's id (the read path's rules read it) and nothing else of the author.
 func TestRenderedPosts(t *testing.T) {
 	r := newRenderedPosts(2)
 	item := func(id, text string, rev, likes int64) table.Item {
@@ -16,8 +18,9 @@ func TestRenderedPosts(t *testing.T) {
 	}
 	check := func(it table.Item, text string, likes int64) {
 		t.Helper()
-		if p := r.post(it); p.Text != text || p.LikeCount != likes || p.ID != it.String("id") {
-			t.Fatalf("rendered %q with %d likes; want %q with %d", p.Text, p.LikeCount, text, likes)
+		if p := r.post(it); p.Text != text || p.LikeCount != likes || p.ID != it.String("id") ||
+			p.Author != (rookery.Author{ID: it.String("author_id")}) || p.Visibility != it.String("visibility") {
+			t.Fatalf("rendered %+v; want %q with %d likes by %s", p, text, likes, it.String("author_id"))
 		}
 	}
 	check(item("p1", "one", 1, 0), "one", 0)
