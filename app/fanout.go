@@ -51,14 +51,14 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
 			return err
 		}
-		return a.streamCelebrityPost(ctx, ev.ID, entry)
+		return a.streamCelebrityPost(ctx, entry)
 	}
 	// The author's own timeline holds their posts too. Each page's readers with a stream open get
 	// the post's feed.post event, once it is in their timelines.
 	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
 		return err
 	}
-	if err := a.streamPost(ctx, []string{p.AuthorID}, ev.ID, entry); err != nil {
+	if err := a.streamPost(ctx, []string{p.AuthorID}, entry); err != nil {
 		return err
 	}
 	var reached []string
@@ -69,7 +69,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		if a.log.Enabled(ctx, slog.LevelDebug) {
 			reached = append(reached, users...)
 		}
-		return a.streamPost(ctx, users, ev.ID, entry)
+		return a.streamPost(ctx, users, entry)
 	})
 	if err == nil && a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "followers", strings.Join(reached, " "))

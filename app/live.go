@@ -25,7 +25,13 @@ import (
 // Invariants: a log's sequence numbers increase by one per event and an event is committed with
 // the head that gives out its number (one transaction, conditional on the head), so a log's events
 // become visible in sequence order; an event is appended at most once per source (a dedupe item
-// per source id, in the same transaction), so a redelivered event adds nothing. A client that has
+// per source id, in the same transaction), so a redelivered event adds nothing. A feed.post's
+// source is the post itself, not the event that brought it: a post enters a reader's stream once
+// while it stays in their feed, whichever of its ways in (the post's fan-out, a follow, an unmute)
+// the consumers handle first or see the effect of (each reads the rules as they are when it runs,
+// so a follow's handler may find an unmute that came after it, and the post's fan-out a follow
+// made after the post). Taking an author's posts out of a reader's feed forgets those sources
+// (forgetShown), so that they can come in again. A client that has
 // seen event n of a log resumes exactly after it while n is still in the log (StreamSince); once
 // it is gone, the client gets a reset and refetches.
 //
@@ -239,7 +245,7 @@ func (a *App) registry(ctx context.Context) (map[string]bool, error) {
 
 // streamCelebrityPost appends the feed.post event of a celebrity's post (one fan-out skips) to the
 // logs of the present users who follow the celebrity: fewer, as a rule, than their followers.
-func (a *App) streamCelebrityPost(ctx context.Context, src string, entry timeline.Entry) error {
+func (a *App) streamCelebrityPost(ctx context.Context, entry timeline.Entry) error {
 	reg, err := a.registry(ctx)
 	if err != nil || len(reg) == 0 {
 		return err
@@ -249,7 +255,7 @@ func (a *App) streamCelebrityPost(ctx context.Context, src string, entry timelin
 		readers = append(readers, u)
 	}
 	slices.Sort(readers)
-	return a.streamPost(ctx, readers, src, entry) // who does not follow them is not shown it
+	return a.streamPost(ctx, readers, entry) // who does not follow them is not shown it
 }
 
 // StreamHead returns the last sequence number of user's stream log (0 if it has none).
@@ -566,9 +572,10 @@ func (p *appender) one(ctx context.Context, r appendReq) error {
 
 // streamPost appends a feed.post event of the post entry refers to, as each reader may see it now
 // (the feed's visibility, follow, block and mute rules), to the logs of the present users among
-// readers; a reader who may not see it gets nothing. The event is the post as a feed read shows
-// it at this moment: a replay sends the same, and what changes later comes as its own event.
-func (a *App) streamPost(ctx context.Context, readers []string, src string, entry timeline.Entry) error {
+// readers; a reader who may not see it gets nothing, and one whose stream has it already (since
+// the author's posts last left their feed) nothing more. The event is the post as a feed read
+// shows it at this moment: a replay sends the same, and what changes later comes as its own event.
+func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.Entry) error {
 	present, err := a.presentUsers(ctx, readers)
 	if err != nil || len(present) == 0 {
 		return err
@@ -587,7 +594,30 @@ func (a *App) streamPost(ctx context.Context, readers []string, src string, entr
 		}
 		users, datas = append(users, reader), append(datas, FeedPost{Post: p, Position: a.feedCursor(reader, entry)}.appendJSON(nil, body))
 	}
-	return a.appendBatch(ctx, users, src, StreamFeedPost, datas)
+	return a.appendBatch(ctx, users, shownSource(entry.AuthorID, entry.PostID), StreamFeedPost, datas)
+}
+
+// shownSource is the source of the feed.post events of an author's post: the post, so that it is
+// appended once however many ways it comes in. A feed.post's source starts with "S#", which no
+// event id does; shownPrefix(author) starts every one of the author's posts.
+func shownSource(author, post string) string { return shownPrefix(author) + post }
+
+func shownPrefix(author string) string { return "S#" + author + "#" }
+
+// forgetShown forgets which of author's posts reader's stream was given (the sources of their
+// feed.post events), once they have left reader's feed: when they come in again, they are sent
+// again. A reader with no log has nothing to forget.
+func (a *App) forgetShown(ctx context.Context, reader, author string) error {
+	k := streamDedupeKey(reader, shownPrefix(author))
+	q := table.Query{PK: k.PK, SK: table.SKCond{Op: table.SKBeginsWith, Value: k.SK}, Limit: table.MaxQueryLimit}
+	return table.EachKeyPage(ctx, a.streamTable, q, func(keys []table.Key) error {
+		for _, k := range keys {
+			if err := a.streamTable.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
@@ -610,7 +640,7 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 				return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
 			}
 			entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
-			return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error { return a.streamPost(ctx, users, ev.ID, entry) })
+			return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error { return a.streamPost(ctx, users, entry) })
 		}
 		remove := FeedRemove{PostID: p.PostID, Reason: "deleted"}
 		return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error {
@@ -621,22 +651,22 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.appendStream(ctx, []string{p.FollowerID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.FolloweeID, Reason: "unfollowed"})
+		return a.streamAuthorLeft(ctx, ev.ID, p.FollowerID, p.FolloweeID, "unfollowed")
 	case BlockCreated:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		if err := a.appendStream(ctx, []string{p.UserID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.TargetID, Reason: "blocked"}); err != nil {
+		if err := a.streamAuthorLeft(ctx, ev.ID, p.UserID, p.TargetID, "blocked"); err != nil {
 			return err
 		}
-		return a.appendStream(ctx, []string{p.TargetID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.UserID, Reason: "blocked"})
+		return a.streamAuthorLeft(ctx, ev.ID, p.TargetID, p.UserID, "blocked")
 	case MuteCreated:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.appendStream(ctx, []string{p.UserID}, ev.ID, StreamFeedRemove, FeedRemove{AuthorID: p.TargetID, Reason: "muted"})
+		return a.streamAuthorLeft(ctx, ev.ID, p.UserID, p.TargetID, "muted")
 	case FollowCreated, MuteDeleted:
 		var reader, author string
 		if ev.Type == FollowCreated {
@@ -652,7 +682,7 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 			}
 			reader, author = p.UserID, p.TargetID
 		}
-		return a.streamRecent(ctx, reader, author, ev.ID)
+		return a.streamRecent(ctx, reader, author)
 	case ActivityRecorded:
 		var p ActivityPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -683,9 +713,29 @@ func (a *App) toAuthorAndFollowers(ctx context.Context, author string, each func
 	return a.eachFollowerPage(ctx, author, table.MaxQueryLimit, each)
 }
 
+// streamAuthorLeft forgets which of author's posts reader's log was given, then appends the
+// feed.remove event (of source src) that takes them out of reader's feed, for reason. In that
+// order: whatever brings them back after a client has seen the removal is sent again. A removal
+// appended before (a redelivery, maybe after what brought the posts back) forgets nothing.
+func (a *App) streamAuthorLeft(ctx context.Context, src, reader, author, reason string) error {
+	present, err := a.presentUsers(ctx, []string{reader})
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	if _, err := a.streamTable.Get(ctx, streamDedupeKey(reader, src)); err == nil {
+		return nil
+	} else if !rookery.IsKind(err, rookery.NotFound) {
+		return err
+	}
+	if err := a.forgetShown(ctx, reader, author); err != nil {
+		return err
+	}
+	return a.appendStream(ctx, present, src, StreamFeedRemove, FeedRemove{AuthorID: author, Reason: reason})
+}
+
 // streamRecent appends a feed.post event for each of author's recent posts (those a follow merges
 // into a timeline) to reader's log, if reader is present.
-func (a *App) streamRecent(ctx context.Context, reader, author, src string) error {
+func (a *App) streamRecent(ctx context.Context, reader, author string) error {
 	present, err := a.presentUsers(ctx, []string{reader})
 	if err != nil || len(present) == 0 {
 		return err
@@ -696,7 +746,7 @@ func (a *App) streamRecent(ctx context.Context, reader, author, src string) erro
 	}
 	// Oldest first, so that a client inserting them one by one keeps its feed in order.
 	for i := len(entries) - 1; i >= 0; i-- {
-		if err := a.streamPost(ctx, present, src+":"+entries[i].PostID, entries[i]); err != nil {
+		if err := a.streamPost(ctx, present, entries[i]); err != nil {
 			return err
 		}
 	}

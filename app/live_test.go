@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/events"
+	"github.com/rookery/rookery/events/embedded"
+	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/live"
+	"github.com/rookery/rookery/timeline/tablestore"
 )
 
 // The stream log: events of a present user numbered in order from the head, each source once,
@@ -157,4 +162,146 @@ func TestFeedPostJSON(t *testing.T) {
 			t.Fatalf("AppendJSON\n%s\nencoding/json\n%s", got, want)
 		}
 	}
+}
+
+// TestStreamFeedPostOnce: a post enters a reader's stream once for each time it enters their feed,
+// whichever of the events that bring it in the live consumers handle first, and whatever rules they
+// find then (each reads them as they are when it runs: an unmute's handler may find the follow
+// that came after it, a post's fan-out a follow made after the post). The events are handled here
+// by hand, in the orders that used to send a post twice (TestStreams found the first in scale-out).
+func TestStreamFeedPostOnce(t *testing.T) {
+	ctx := context.Background()
+	tab := testtable.FromEnv(t, app.Schema, rookery.SystemClock)
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	outbox := &events.Outbox{Table: tab, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
+	var seq atomic.Int64
+	a := app.New(app.Deps{Table: tab, Events: raw, Outbox: outbox, Clock: rookery.SystemClock, Streams: live.Local{Hub: &live.Hub{}},
+		Timelines: testtable.Timelines(t, tab, tablestore.Options{}), IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+	// The events are only collected; the test hands them to the handlers.
+	var mu sync.Mutex
+	var got []rookery.Event
+	collect := events.Consumer{Group: "collect", Handle: func(_ context.Context, ev rookery.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, ev)
+		return nil
+	}}
+	pipe := eventstest.RunPipeline(t, outbox, raw, []events.Consumer{collect})
+	// next returns the event of type typ that the actions since its last call made.
+	var seen int
+	next := func(typ string) rookery.Event {
+		t.Helper()
+		pipe.Drain(t, 30*time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range got[seen:] {
+			if ev.Type == typ {
+				seen = len(got)
+				return ev
+			}
+		}
+		t.Fatalf("no %s among %d events", typ, len(got)-seen)
+		return rookery.Event{}
+	}
+	handle := func(h func(context.Context, rookery.Event) error, evs ...rookery.Event) {
+		t.Helper()
+		for _, ev := range evs {
+			if err := h(ctx, ev); err != nil {
+				t.Fatalf("%s: %v", ev.Type, err)
+			}
+		}
+	}
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	for _, u := range []string{"r", "w"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: "user_" + u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(text string) string {
+		t.Helper()
+		p, _, err := a.CreatePost(as("w"), app.PostInput{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handle(a.ApplyFanout, next(app.PostCreated))
+		return p.ID
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, err := a.OpenStream(as("r"), "")
+	must(err)
+	// r's stream since it opened, as "type post-or-author" strings.
+	stream := func() []string {
+		t.Helper()
+		evs, ok, err := a.StreamSince(ctx, "r", start.Head, 0)
+		if err != nil || !ok {
+			t.Fatalf("r's log: ok %v, %v", ok, err)
+		}
+		var out []string
+		for _, ev := range evs {
+			var d struct {
+				Post     struct{ ID string } `json:"post"`
+				AuthorID string              `json:"author_id"`
+			}
+			must(json.Unmarshal(ev.Data, &d))
+			out = append(out, ev.Type+" "+d.Post.ID+d.AuthorID)
+		}
+		return out
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		if got := stream(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: r's stream is\n%v\nwant\n%v", step, got, want)
+		}
+	}
+
+	p1 := post("one")
+	// r mutes and unmutes w while not following them, then follows: the unmute's handler runs after
+	// the follow and finds it, and so does the follow's.
+	must(a.Mute(as("r"), "r", "w"))
+	mute := next(app.MuteCreated)
+	must(a.Unmute(as("r"), "r", "w"))
+	unmute := next(app.MuteDeleted)
+	_, err = a.Follow(as("r"), "r", "w")
+	must(err)
+	follow := next(app.FollowCreated)
+	handle(a.ApplyLive, mute, unmute, follow, unmute, follow) // and each delivered twice
+	expect("unmute and follow", "feed.remove w", "feed.post "+p1)
+
+	// w posts, r unfollows and follows again, and the post's fan-out runs after the follow's.
+	p2, _, err := a.CreatePost(as("w"), app.PostInput{Text: "two"})
+	must(err)
+	created := next(app.PostCreated)
+	must(a.Unfollow(as("r"), "r", "w"))
+	unfollow := next(app.FollowDeleted)
+	handle(a.ApplyLive, unfollow)
+	_, err = a.Follow(as("r"), "r", "w")
+	must(err)
+	follow = next(app.FollowCreated)
+	handle(a.ApplyLive, follow)
+	handle(a.ApplyFanout, created, created)
+	expect("follow again, then the fan-out", "feed.remove w", "feed.post "+p1, "feed.remove w", "feed.post "+p1, "feed.post "+p2.ID)
+	// The unfollow and the follow delivered again (a consumer restarted before it saved its place):
+	// the unfollow was appended, so it forgets nothing, and the follow adds nothing.
+	handle(a.ApplyLive, unfollow, follow)
+	expect("redelivered", "feed.remove w", "feed.post "+p1, "feed.remove w", "feed.post "+p1, "feed.post "+p2.ID)
+
+	// A mute takes them out; an unmute, with r following, brings both in again, once.
+	must(a.Mute(as("r"), "r", "w"))
+	handle(a.ApplyLive, next(app.MuteCreated))
+	must(a.Unmute(as("r"), "r", "w"))
+	unmute = next(app.MuteDeleted)
+	handle(a.ApplyLive, unmute, unmute)
+	p3 := post("three")
+	expect("mute, unmute, a new post", "feed.remove w", "feed.post "+p1, "feed.remove w", "feed.post "+p1, "feed.post "+p2.ID,
+		"feed.remove w", "feed.post "+p1, "feed.post "+p2.ID, "feed.post "+p3)
 }
