@@ -55,14 +55,8 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	}
 	// The author's own timeline holds their posts too. Each page's readers with a stream open get
 	// the post's feed.post event, once it is in their timelines.
-	if err := a.timelines.Push(ctx, []string{p.AuthorID}, entry); err != nil {
-		return err
-	}
-	if err := a.streamPost(ctx, []string{p.AuthorID}, entry); err != nil {
-		return err
-	}
 	var reached []string
-	err = a.eachFollowerPage(ctx, p.AuthorID, fanoutPage, func(users []string) error {
+	err = a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
 		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
@@ -72,7 +66,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		return a.streamPost(ctx, users, entry)
 	})
 	if err == nil && a.log.Enabled(ctx, slog.LevelDebug) {
-		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "followers", strings.Join(reached, " "))
+		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "readers", strings.Join(reached, " "))
 	}
 	return err
 }

@@ -640,10 +640,10 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 				return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
 			}
 			entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
-			return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error { return a.streamPost(ctx, users, entry) })
+			return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error { return a.streamPost(ctx, users, entry) })
 		}
 		remove := FeedRemove{PostID: p.PostID, Reason: "deleted"}
-		return a.toAuthorAndFollowers(ctx, p.AuthorID, func(users []string) error {
+		return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error {
 			return a.appendStream(ctx, users, ev.ID, StreamFeedRemove, remove)
 		})
 	case FollowDeleted:
@@ -705,12 +705,23 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 	return nil
 }
 
-// toAuthorAndFollowers calls each with author, then with their followers, a page at a time.
-func (a *App) toAuthorAndFollowers(ctx context.Context, author string, each func(users []string) error) error {
-	if err := each([]string{author}); err != nil {
-		return err
+// toAuthorAndFollowers calls each with author and their followers, up to limit followers a time,
+// the author in the first call, once its followers were read: a user who follows the author after
+// the author's event was appended is not reached by the event (as a client that saw the event and
+// then followed expects).
+func (a *App) toAuthorAndFollowers(ctx context.Context, author string, limit int, each func(users []string) error) error {
+	first := true
+	err := a.eachFollowerPage(ctx, author, limit, func(users []string) error {
+		if first {
+			first = false
+			users = append([]string{author}, users...)
+		}
+		return each(users)
+	})
+	if err == nil && first {
+		return each([]string{author}) // no followers
 	}
-	return a.eachFollowerPage(ctx, author, table.MaxQueryLimit, each)
+	return err
 }
 
 // streamAuthorLeft forgets which of author's posts reader's log was given, then appends the
