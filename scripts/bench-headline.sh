@@ -7,6 +7,7 @@
 #
 #   scripts/bench-headline.sh [OUT_DIR]        (default bench-results/headline)
 #   RUNS=1 MEASURES="feed posts" scripts/bench-headline.sh   (some of: feed capacity posts)
+#   MEASURES=capacity CAPACITY_ON=epinions scripts/bench-headline.sh   (some of: reed98 epinions)
 #
 # Measures: feed reads only on socfb-Reed98 at 2,000/s (pages of 20); capacity sweeps of the dsb mix
 # (p99 <= 50 ms, errors <= 1%, steps of 1.2x) on Reed98 and soc-Epinions1; posts only on
@@ -18,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
 measures=" ${MEASURES:-feed capacity posts} "
+capacity_on=" ${CAPACITY_ON:-reed98 epinions} "
 out=${1:-bench-results/headline}
 graphs=${GRAPHS:-../shared/data/graphs}
 reed=$graphs/socfb-Reed98.edges
@@ -83,19 +85,20 @@ measure() {
 }
 
 wants() { [[ $measures == *" $1 "* ]]; }
-if wants feed || wants capacity; then
+capacity() { wants capacity && [[ $capacity_on == *" $1 "* ]]; } # capacity is measured on graph $1
+if wants feed || capacity reed98; then
 	load_graph "$reed" --symmetric
 fi
 if wants feed; then
 	measure feed "$reed" --symmetric --mix feed --feed-limit 20 --rate 2000 --duration 15s --warmup 10s --lag-sample 0
 fi
-if wants capacity; then
+if capacity reed98; then
 	measure capacity-reed98 "$reed" --symmetric --mix dsb --sweep --rate 400 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
 fi
-if wants capacity || wants posts; then
+if capacity epinions || wants posts; then
 	load_graph "$epin"
 fi
-if wants capacity; then
+if capacity epinions; then
 	measure capacity-epinions "$epin" --mix dsb --sweep --rate 200 --steps 16 --duration 10s --warmup 10s --catch-up-wait 20s
 fi
 if wants posts; then
