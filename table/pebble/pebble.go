@@ -548,17 +548,26 @@ func writeKey(w table.Write) table.Key {
 
 // replace adds to b what turns old (nil: none) into next (nil: delete) for key k, keeping the
 // index and TTL invariant of codec.go.
+//
+// An entry that old and next both have at the same key is not deleted first (the set replaces
+// it), and a TTL entry they share is left as it is (it is empty): a write that changes neither
+// an index key nor the TTL, say a counter's, adds no tombstones to compact.
 func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error {
 	if old != nil {
 		for _, ix := range d.schema.Indexes {
-			if ipk, isk, ok := indexKeyOf(ix, old); ok {
-				if err := b.Delete(indexKey(ix.Name, ipk, isk, k), nil); err != nil {
-					return err
-				}
+			ipk, isk, ok := indexKeyOf(ix, old)
+			if !ok {
+				continue
+			}
+			if npk, nsk, ok := indexKeyOf(ix, next); ok && npk == ipk && nsk == isk {
+				continue
+			}
+			if err := b.Delete(indexKey(ix.Name, ipk, isk, k), nil); err != nil {
+				return err
 			}
 		}
-		if ttl, ok := old[table.TTL].(int64); ok {
-			if err := b.Delete(ttlKey(ttl, k), nil); err != nil {
+		if t := ttlOf(old); t.ok && t != ttlOf(next) {
+			if err := b.Delete(ttlKey(t.at, k), nil); err != nil {
 				return err
 			}
 		}
@@ -581,10 +590,21 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 			}
 		}
 	}
-	if ttl, ok := next[table.TTL].(int64); ok {
-		return b.Set(ttlKey(ttl, k), nil, nil)
+	if t := ttlOf(next); t.ok && t != ttlOf(old) {
+		return b.Set(ttlKey(t.at, k), nil, nil)
 	}
 	return nil
+}
+
+// itemTTL is an item's TTL attribute, if it has one.
+type itemTTL struct {
+	at int64
+	ok bool
+}
+
+func ttlOf(it table.Item) itemTTL {
+	at, ok := it[table.TTL].(int64)
+	return itemTTL{at, ok}
 }
 
 // keysOnlyEntry is the value of an index entry of it in a keys-only partition: its TTL alone (if

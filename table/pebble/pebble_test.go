@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	cpebble "github.com/cockroachdb/pebble/v2"
+
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/table/tabletest"
@@ -157,4 +160,59 @@ func BenchmarkPebble(b *testing.B) {
 	tabletest.Bench(b, func(t testing.TB, cfg tabletest.Config) table.Table {
 		return open(t, pebble.Options{Dir: t.TempDir(), Schema: cfg.Schema, Clock: cfg.Clock, CursorKey: cfg.CursorKey})
 	})
+}
+
+// An item rewritten without changing its index keys or TTL keeps one entry of each, still swept
+// when it expires; one rewritten with new ones keeps only the new.
+func TestRewriteKeepsOneEntryEach(t *testing.T) {
+	ctx := context.Background()
+	clock := tabletest.NewClock(time.Unix(1_800_000_000, 0))
+	schema := table.Schema{Indexes: []table.Index{{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK"}}}
+	db := open(t, pebble.Options{InMemory: true, Schema: schema, Clock: clock, CursorKey: []byte("k"), SweepInterval: -1})
+	entries := func(space byte) int {
+		it, err := db.Engine().NewIter(&cpebble.IterOptions{LowerBound: []byte{space}, UpperBound: []byte{space + 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for it.First(); it.Valid(); it.Next() {
+			n++
+		}
+		return n
+	}
+	k := table.Key{PK: "p", SK: "s"}
+	put := func(ttl int64, isk string, n int64) {
+		t.Helper()
+		if err := db.Put(ctx, table.Item{table.PK: k.PK, table.SK: k.SK, "GSI1PK": "x", "GSI1SK": isk, "n": n, table.TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1_800_000_100, "a", 1)
+	if _, err := db.Update(ctx, k, table.Update{Add: map[string]int64{"n": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	put(1_800_000_100, "a", 3)
+	if ix, ttl := entries(pebblekit.TableIndexes), entries(pebblekit.TableTTL); ix != 1 || ttl != 1 {
+		t.Fatalf("after rewrites with the same keys: %d index entries, %d TTL entries; want 1, 1", ix, ttl)
+	}
+	p, err := db.Query(ctx, table.Query{Index: "GSI1", PK: "x"})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Int("n") != 3 {
+		t.Fatalf("query = %v, %v; want the item with n 3", p.Items, err)
+	}
+	put(1_800_000_200, "b", 4)
+	if ix, ttl := entries(pebblekit.TableIndexes), entries(pebblekit.TableTTL); ix != 1 || ttl != 1 {
+		t.Fatalf("after a rewrite with new keys: %d index entries, %d TTL entries; want 1, 1", ix, ttl)
+	}
+	clock.Advance(150 * time.Second) // past the first TTL, not the second
+	if n, err := db.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("sweep before the new TTL removed %d (%v); want 0", n, err)
+	}
+	clock.Advance(100 * time.Second)
+	if n, err := db.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep after the new TTL removed %d (%v); want 1", n, err)
+	}
+	if ix, ttl := entries(pebblekit.TableIndexes), entries(pebblekit.TableTTL); ix != 0 || ttl != 0 {
+		t.Fatalf("after the sweep: %d index entries, %d TTL entries; want 0, 0", ix, ttl)
+	}
 }
