@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -58,7 +60,13 @@ import (
 //	Stream head     STREAM#<user>          HEAD        seq (the last id given out), base (the first seq,
 //	                                                   which no event has), ttl (StreamWindow after
 //	                                                   the user's stream was last open: present users)
-//	Stream event    STREAM#<user>          E#<seq 20>  seq, type, data, ttl (StreamWindow)
+//	Stream event    STREAM#<user>          E#<seq 20>  seq, type, ttl (StreamWindow), and data, or for
+//	                                                   a feed.post post_id, post, position: its data is
+//	                                                   {"post": <SPOST#<post_id>, <post>'s post>,
+//	                                                   "position": <position>}
+//	Stream post     SPOST#<post>           <sha256 16> post (the post's JSON as a feed.post shows it;
+//	                                                   the hash is of it: one item for every reader
+//	                                                   who sees it alike), ttl (StreamWindow + 1 h)
 //	Stream dedupe   STREAM#<user>          D#<source>  ttl (an event's source appended it already)
 //	Present user    STREAMERS              <user>      ttl (as the user's stream head's: the registry the
 //	                                                   consumers read every second)
@@ -96,6 +104,7 @@ import (
 //	                                    posts, authors and edges (app/feed.go)
 //	who is present (has a stream log)   Query STREAMERS (keys only; read again every second)
 //	U's stream events after n           Query STREAM#<u>, SK between E#<n> and E#<head>, ascending
+//	                                    -> BatchGet(SPOST#<post_id>, <post>) of its feed.posts
 //	webhook endpoints                   Query WEBHOOKS (cached 1 s by the webhooks consumer)
 //	an endpoint's due deliveries        Query WHQ#<endpoint>, SK <= <now 13>~, ascending
 //	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
@@ -369,6 +378,14 @@ func streamEventSK(seq uint64) string { return fmt.Sprintf("E#%020d", seq) }
 func streamDedupeKey(user, source string) table.Key {
 	return table.Key{PK: streamPK(user), SK: "D#" + source}
 }
+
+// streamPostKey is the key of the stream post item of a post's JSON (as feed.post events show it;
+// a reader's "liked_by_me" makes another): its SK is a hash of the JSON.
+func streamPostKey(postID string, post []byte) table.Key {
+	sum := sha256.Sum256(post)
+	return table.Key{PK: streamPostPK(postID), SK: hex.EncodeToString(sum[:16])}
+}
+func streamPostPK(postID string) string { return "SPOST#" + postID }
 
 // streamEventsQuery reads user's stream events from seq from to seq to, oldest first.
 func streamEventsQuery(user string, from, to uint64) table.Query {

@@ -37,7 +37,9 @@ import (
 //
 // Events are stored as the client gets them, rendered for their reader when they happen (a post by
 // the feed's visibility, follow, block and mute rules at that moment): a replay sends exactly what
-// a client that never disconnected got, and what changes later comes as an event of its own.
+// a client that never disconnected got, and what changes later comes as an event of its own. A
+// feed.post is stored as the post's JSON, in one stream post item for every reader who sees it
+// alike (streamPostKey), and its reader's position: it is most of what streams write.
 
 // Stream event types.
 const (
@@ -85,12 +87,14 @@ type FeedPost struct {
 
 // AppendJSON appends f as encoding/json encodes it (TestFeedPostJSON), without reflection: the live
 // consumer encodes one for each present reader of each post.
-func (f FeedPost) AppendJSON(b []byte) []byte { return f.appendJSON(b, nil) }
+func (f FeedPost) AppendJSON(b []byte) []byte {
+	return append(b, feedPostJSON(f.Post.AppendJSON(nil), f.Position)...)
+}
 
-// appendJSON is AppendJSON with the post's body from bodies, when kept (nil: none).
-func (f FeedPost) appendJSON(b []byte, bodies *rookery.PostBodies) []byte {
-	b = bodies.AppendJSON(append(b, `{"post":`...), f.Post)
-	b = rookery.AppendJSONString(append(b, `,"position":`...), f.Position)
+// feedPostJSON is a feed.post event's data (FeedPost) of the post's JSON and its position.
+func feedPostJSON(post []byte, position string) []byte {
+	b := append(append(make([]byte, 0, len(post)+len(position)+24), `{"post":`...), post...)
+	b = rookery.AppendJSONString(append(b, `,"position":`...), position)
 	return append(b, '}')
 }
 
@@ -292,6 +296,7 @@ func (a *App) StreamSince(ctx context.Context, user string, after, upTo uint64) 
 	q := streamEventsQuery(user, after, upTo)
 	q.Limit = table.MaxQueryLimit
 	first := true
+	var posts []storedPost
 	err = table.EachPage(ctx, a.table, q, func(items []table.Item) error {
 		for _, it := range items {
 			seq := uint64(it.Int("seq"))
@@ -304,14 +309,50 @@ func (a *App) StreamSince(ctx context.Context, user string, after, upTo uint64) 
 					return errStreamGap
 				}
 			}
-			evs = append(evs, StreamEvent{Seq: seq, Type: it.String("type"), Data: it.Bytes("data")})
+			ev := StreamEvent{Seq: seq, Type: it.String("type"), Data: it.Bytes("data")}
+			if post := it.String("post"); post != "" {
+				posts = append(posts, storedPost{at: len(evs), key: table.Key{PK: streamPostPK(it.String("post_id")), SK: post}, position: it.String("position")})
+			}
+			evs = append(evs, ev)
 		}
 		return nil
 	})
+	if err == nil && len(posts) > 0 {
+		err = a.loadStoredPosts(ctx, evs, posts)
+	}
 	if errors.Is(err, errStreamGap) || err == nil && first {
 		return nil, false, nil // trimmed (or expired) past after
 	}
 	return evs, err == nil, err
+}
+
+// storedPost is a feed.post event of a log stored as its stream post item (key) and position.
+type storedPost struct {
+	at       int // the event's index among those read
+	key      table.Key
+	position string
+}
+
+// loadStoredPosts sets the data of the feed.post events posts of evs from their stream post items;
+// errStreamGap if one is no longer kept (it is kept longer than the events that refer to it).
+func (a *App) loadStoredPosts(ctx context.Context, evs []StreamEvent, posts []storedPost) error {
+	for chunk := range slices.Chunk(posts, table.MaxBatchGet) {
+		keys := make([]table.Key, len(chunk))
+		for i, p := range chunk {
+			keys[i] = p.key
+		}
+		items, err := a.table.BatchGet(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for i, p := range chunk {
+			if items[i] == nil {
+				return errStreamGap
+			}
+			evs[p.at].Data = feedPostJSON(items[i].Bytes("post"), p.position)
+		}
+	}
+	return nil
 }
 
 var errStreamGap = errors.New("the client's last event is no longer kept")
@@ -331,11 +372,20 @@ func (a *App) appendStream(ctx context.Context, users []string, src, typ string,
 	if err != nil {
 		return err
 	}
-	datas := make([][]byte, len(present))
-	for i := range datas {
-		datas[i] = b
+	appends := make([]streamAppend, len(present))
+	for i, u := range present {
+		appends[i] = streamAppend{user: u, data: b}
 	}
-	return a.appendBatch(ctx, present, src, typ, datas)
+	return a.appendBatch(ctx, src, typ, appends)
+}
+
+// streamAppend is one user's event of an appendBatch: data as the client gets it; for a feed.post,
+// also the stream post item it is stored as (streamPostKey(postID, ...).SK = post), whose post and
+// position are data (feedPostJSON): a post is stored once for all its readers, not once each.
+type streamAppend struct {
+	user                   string
+	data                   []byte
+	postID, post, position string
 }
 
 // streamBatch is how many users' appends one transaction holds (four writes each).
@@ -346,20 +396,20 @@ const appendShards = 8
 
 // appendReq is one append waiting for its appender.
 type appendReq struct {
-	user, src, typ string
-	data           []byte
-	done           chan error
+	streamAppend
+	src, typ string
+	done     chan error
 }
 
-// appendBatch appends an event of one source to each of users' logs (data[i] to users[i]'s) and
-// returns once every append is durable.
+// appendBatch appends an event of one source to the log of each of appends' users and returns
+// once every append is durable.
 //
 // The appends of a process go through its appenders, a user's always through the same one, which
 // commit what has gathered while their last transaction was syncing in one transaction (up to
 // streamBatch users): one synced write for many appends, and no two appends of this process race
 // for a head. (Another process's may: then the conditions fail and the users are done one at a
 // time.)
-func (a *App) appendBatch(ctx context.Context, users []string, src, typ string, data [][]byte) error {
+func (a *App) appendBatch(ctx context.Context, src, typ string, appends []streamAppend) error {
 	a.appendersOnce.Do(func() {
 		a.appenders = make([]chan appendReq, appendShards)
 		for i := range a.appenders {
@@ -371,12 +421,12 @@ func (a *App) appendBatch(ctx context.Context, users []string, src, typ string, 
 			go p.run(a.appenders[i])
 		}
 	})
-	done := make(chan error, len(users))
-	for i, u := range users {
-		a.appenders[shardOf(u)] <- appendReq{user: u, src: src, typ: typ, data: data[i], done: done}
+	done := make(chan error, len(appends))
+	for _, e := range appends {
+		a.appenders[shardOf(e.user)] <- appendReq{streamAppend: e, src: src, typ: typ, done: done}
 	}
 	var first error
-	for range users {
+	for range appends {
 		if err := <-done; err != nil && first == nil {
 			first = err
 		}
@@ -467,7 +517,7 @@ func (p *appender) try(ctx context.Context, batch []appendReq) error {
 		if heads[i] == nil {
 			continue // the user left StreamWindow ago
 		}
-		ws, seq := p.a.appendWrites(r.user, r.src, r.typ, r.data, *heads[i])
+		ws, seq := p.a.appendWrites(r, *heads[i])
 		writes = append(writes, ws...)
 		published = append(published, func() { p.a.publish(r.user, seq, r.typ, r.data) })
 		heads[i].seq = seq
@@ -530,16 +580,22 @@ func (p *appender) headsOf(ctx context.Context, batch []appendReq) ([]*streamHea
 // the next number (if it is still at h.seq), the source is marked (if it was not), the event is
 // put and the one StreamKeep before it goes (if the log has one: a delete of nothing costs a
 // write, and a tombstone to compact, on every backend).
-func (a *App) appendWrites(user, src, typ string, data []byte, h streamHead) ([]table.Write, int64) {
-	next := h.seq + 1
+func (a *App) appendWrites(r appendReq, h streamHead) ([]table.Write, int64) {
+	user, next := r.user, h.seq+1
 	expires := a.clock.Now().Add(StreamWindow).Unix()
-	ek, dk := streamEventKey(user, uint64(next)), streamDedupeKey(user, src)
+	ek, dk := streamEventKey(user, uint64(next)), streamDedupeKey(user, r.src)
+	ev := table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": r.typ, table.TTL: expires}
+	if r.post != "" {
+		ev["post_id"], ev["post"], ev["position"] = r.postID, r.post, r.position
+	} else {
+		ev["data"] = r.data
+	}
 	ws := []table.Write{
 		table.UpdateWrite(streamHeadKey(user), table.Update{Set: map[string]any{"seq": next}}, table.Compare("seq", table.OpEq, h.seq)),
 		table.PutWrite(table.Item{table.PK: dk.PK, table.SK: dk.SK, table.TTL: expires}, table.NotExists(table.PK)),
 		// No item is at the event's key: its number is the head's next, which the head's condition
 		// keeps for this write. So the backend need not read it first.
-		table.ImmutablePutWrite(table.Item{table.PK: ek.PK, table.SK: ek.SK, "seq": next, "type": typ, "data": data, table.TTL: expires}),
+		table.ImmutablePutWrite(ev),
 	}
 	if old := next - StreamKeep; old > h.base {
 		ws = append(ws, table.DeleteWrite(streamEventKey(user, uint64(old))))
@@ -584,17 +640,28 @@ func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.E
 	if err != nil {
 		return err
 	}
-	var users []string
-	var datas [][]byte
+	var appends []streamAppend
+	stored := map[string]bool{}      // the stream post items written
 	body := rookery.NewPostBodies(1) // the post's body is every reader's: encoded once
 	for _, reader := range present {
 		p, ok := views[reader].inFeed(entry)
 		if !ok {
 			continue
 		}
-		users, datas = append(users, reader), append(datas, FeedPost{Post: p, Position: a.feedCursor(reader, entry)}.appendJSON(nil, body))
+		post := body.AppendJSON(nil, p)
+		k := streamPostKey(entry.PostID, post)
+		if !stored[k.SK] {
+			// Before the events that refer to it, and kept longer than they are.
+			it := table.Item{table.PK: k.PK, table.SK: k.SK, "post": post, table.TTL: a.clock.Now().Add(StreamWindow + time.Hour).Unix()}
+			if err := a.streamTable.Put(ctx, it); err != nil {
+				return err
+			}
+			stored[k.SK] = true
+		}
+		position := a.feedCursor(reader, entry)
+		appends = append(appends, streamAppend{user: reader, data: feedPostJSON(post, position), postID: entry.PostID, post: k.SK, position: position})
 	}
-	return a.appendBatch(ctx, users, shownSource(entry.AuthorID, entry.PostID), StreamFeedPost, datas)
+	return a.appendBatch(ctx, shownSource(entry.AuthorID, entry.PostID), StreamFeedPost, appends)
 }
 
 // shownSource is the source of the feed.post events of an author's post: the post, so that it is
@@ -700,7 +767,7 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		if err != nil {
 			return err
 		}
-		return a.appendBatch(ctx, present, ev.ID, StreamStreak, [][]byte{b})
+		return a.appendBatch(ctx, ev.ID, StreamStreak, []streamAppend{{user: present[0], data: b}})
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/live"
+	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
@@ -304,4 +305,90 @@ func TestStreamFeedPostOnce(t *testing.T) {
 	p3 := post("three")
 	expect("mute, unmute, a new post", "feed.remove w", "feed.post "+p1, "feed.remove w", "feed.post "+p1, "feed.post "+p2.ID,
 		"feed.remove w", "feed.post "+p1, "feed.post "+p2.ID, "feed.post "+p3)
+}
+
+// TestStreamPostStoredOnce: a feed.post event is stored as the post's stream post item, shared by
+// every reader who sees the post alike, and its reader's position; a replay gives each reader what
+// was published to them: their own position, and their own liked_by_me (which makes another item).
+func TestStreamPostStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	tab := testtable.FromEnv(t, app.Schema, rookery.SystemClock)
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	outbox := &events.Outbox{Table: tab, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
+	hub := &live.Hub{}
+	var seq atomic.Int64
+	a := app.New(app.Deps{Table: tab, Events: raw, Outbox: outbox, Clock: rookery.SystemClock, Streams: live.Local{Hub: hub},
+		Timelines: testtable.Timelines(t, tab, tablestore.Options{}), IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+	var mu sync.Mutex
+	var follows []rookery.Event
+	collect := events.Consumer{Group: "collect", Handle: func(_ context.Context, ev rookery.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Type == app.FollowCreated {
+			follows = append(follows, ev)
+		}
+		return nil
+	}}
+	pipe := eventstest.RunPipeline(t, outbox, raw, []events.Consumer{collect})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
+	readers := []string{"r1", "r2", "r3"}
+	for _, u := range append([]string{"w"}, readers...) {
+		_, _, err := a.PutUser(server, u, app.UserInput{Username: "user_" + u})
+		must(err)
+	}
+	p, _, err := a.CreatePost(as("w"), app.PostInput{Text: "hello"})
+	must(err)
+	must(a.LikePost(as("r1"), p.ID, "r1"))
+	heads := map[string]uint64{}
+	subs := map[string]*live.Subscription{}
+	for _, r := range readers {
+		start, err := a.OpenStream(as(r), "")
+		must(err)
+		heads[r] = start.Head
+		subs[r] = hub.Subscribe(r, 10)
+		defer subs[r].Close()
+		_, err = a.Follow(as(r), r, "w")
+		must(err)
+	}
+	pipe.Drain(t, 30*time.Second)
+	for _, ev := range follows { // each brings w's recent posts into its follower's stream
+		must(a.ApplyLive(ctx, ev))
+	}
+	positions := map[string]bool{} // a feed's cursor is its reader's
+	for _, r := range readers {
+		evs, ok, err := a.StreamSince(ctx, r, heads[r], 0)
+		if err != nil || !ok || len(evs) != 1 {
+			t.Fatalf("%s's log: %d events, ok %v, %v", r, len(evs), ok, err)
+		}
+		published := <-subs[r].C
+		if string(evs[0].Data) != string(published.Data) {
+			t.Fatalf("%s's replay\n%s\nwas published as\n%s", r, evs[0].Data, published.Data)
+		}
+		var got app.FeedPost
+		must(json.Unmarshal(evs[0].Data, &got))
+		if got.Post.ID != p.ID || got.Post.LikedByMe != (r == "r1") || got.Position == "" {
+			t.Fatalf("%s's feed.post: %+v", r, got)
+		}
+		if positions[got.Position] {
+			t.Fatalf("%s's position is another reader's", r)
+		}
+		positions[got.Position] = true
+	}
+	// r2's and r3's views are alike: one item for both; r1's is another.
+	page, err := tab.Query(ctx, table.Query{PK: "SPOST#" + p.ID})
+	must(err)
+	if len(page.Items) != 2 {
+		t.Fatalf("%d stream post items; want 2 (liked by the reader, and not)", len(page.Items))
+	}
 }
