@@ -172,26 +172,13 @@ func TestFeedPostJSON(t *testing.T) {
 // by hand, in the orders that used to send a post twice (TestStreams found the first in scale-out).
 func TestStreamFeedPostOnce(t *testing.T) {
 	ctx := context.Background()
-	tab := testtable.FromEnv(t, app.Schema, rookery.SystemClock)
-	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	outbox := &events.Outbox{Table: tab, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
-	var seq atomic.Int64
-	a := app.New(app.Deps{Table: tab, Events: raw, Outbox: outbox, Clock: rookery.SystemClock, Streams: live.Local{Hub: &live.Hub{}},
-		Timelines: testtable.Timelines(t, tab, tablestore.Options{}), IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
-	// The events are only collected; the test hands them to the handlers.
 	var mu sync.Mutex
 	var got []rookery.Event
-	collect := events.Consumer{Group: "collect", Handle: func(_ context.Context, ev rookery.Event) error {
+	a, _, pipe := liveApp(t, &live.Hub{}, func(ev rookery.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, ev)
-		return nil
-	}}
-	pipe := eventstest.RunPipeline(t, outbox, raw, []events.Consumer{collect})
+	})
 	// next returns the event of type typ that the actions since its last call made.
 	var seen int
 	next := func(typ string) rookery.Event {
@@ -312,28 +299,16 @@ func TestStreamFeedPostOnce(t *testing.T) {
 // was published to them: their own position, and their own liked_by_me (which makes another item).
 func TestStreamPostStoredOnce(t *testing.T) {
 	ctx := context.Background()
-	tab := testtable.FromEnv(t, app.Schema, rookery.SystemClock)
-	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	outbox := &events.Outbox{Table: tab, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
 	hub := &live.Hub{}
-	var seq atomic.Int64
-	a := app.New(app.Deps{Table: tab, Events: raw, Outbox: outbox, Clock: rookery.SystemClock, Streams: live.Local{Hub: hub},
-		Timelines: testtable.Timelines(t, tab, tablestore.Options{}), IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
 	var mu sync.Mutex
 	var follows []rookery.Event
-	collect := events.Consumer{Group: "collect", Handle: func(_ context.Context, ev rookery.Event) error {
+	a, tab, pipe := liveApp(t, hub, func(ev rookery.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Type == app.FollowCreated {
 			follows = append(follows, ev)
 		}
-		return nil
-	}}
-	pipe := eventstest.RunPipeline(t, outbox, raw, []events.Consumer{collect})
+	})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -391,4 +366,25 @@ func TestStreamPostStoredOnce(t *testing.T) {
 	if len(page.Items) != 2 {
 		t.Fatalf("%d stream post items; want 2 (liked by the reader, and not)", len(page.Items))
 	}
+}
+
+// liveApp returns an app with streams published to hub, on a table of its own (returned) and an
+// embedded log whose events are only handed to collect (the pipeline that does so is returned):
+// the test hands them to the handlers.
+func liveApp(t *testing.T, hub *live.Hub, collect func(rookery.Event)) (*app.App, table.Table, *eventstest.Pipeline) {
+	tab := testtable.FromEnv(t, app.Schema, rookery.SystemClock)
+	raw, err := embedded.Open(embedded.Options{InMemory: true, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	outbox := &events.Outbox{Table: tab, Log: raw, Shards: 4, Poll: 10 * time.Millisecond}
+	var seq atomic.Int64
+	a := app.New(app.Deps{Table: tab, Events: raw, Outbox: outbox, Clock: rookery.SystemClock, Streams: live.Local{Hub: hub},
+		Timelines: testtable.Timelines(t, tab, tablestore.Options{}), IDs: func() string { return fmt.Sprintf("%020d", seq.Add(1)) }})
+	handle := events.Consumer{Group: "collect", Handle: func(_ context.Context, ev rookery.Event) error {
+		collect(ev)
+		return nil
+	}}
+	return a, tab, eventstest.RunPipeline(t, outbox, raw, []events.Consumer{handle})
 }
