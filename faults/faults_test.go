@@ -179,6 +179,30 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 	var log []string
 	done := make(chan struct{})
 	var mu sync.Mutex
+	// stop ends the readers and waits for the faults to be over (the episodes' probes answered
+	// without running): at the load's end, and when a check ends this goroutine (t.Fatal), so that
+	// no fault of this seed reaches the next one's services.
+	stopped, probing := false, false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		close(stopReaders)
+		if probing { // a probe ended this goroutine: its episode waits for the answer
+			w.exec <- nil
+		}
+		for over := false; !over; {
+			select {
+			case <-done:
+				over = true
+			case <-w.exec:
+				w.exec <- nil
+			}
+		}
+		readers.Wait()
+	}
+	defer stop()
 	go func() {
 		defer close(done)
 		for _, e := range episodes {
@@ -199,25 +223,19 @@ func runSeed(t *testing.T, bin string, svc *services, s saved) {
 		case <-done:
 			running = false
 		case f := <-w.exec:
+			probing = true
 			f()
+			probing = false
 			w.exec <- nil
 		default:
 			w.step()
 		}
 		if t.Failed() {
-			close(stopReaders)
-			go func() {
-				for range w.exec {
-					w.exec <- nil
-				}
-			}()
-			<-done
 			return
 		}
 	}
 	loadTook := time.Since(loadStart)
-	close(stopReaders)
-	readers.Wait()
+	stop()
 
 	// Drain: the final state must equal the model within a minute and a half of the last fault.
 	drainStart := time.Now()
@@ -639,7 +657,14 @@ func (w *workload) checkFeedPage(u string, limit int) {
 	}
 	for i, id := range got {
 		if !slices.Contains(allowed, id) {
-			w.t.Fatalf("%s's feed shows %s, which is deleted, blocked, muted, unfollowed or not visible (page %v; model %v)", u, id, got, allowed)
+			involved := map[string]bool{u: true}
+			for _, p := range w.m.Posts() {
+				if p.ID == id {
+					involved[p.Author] = true
+				}
+			}
+			w.t.Fatalf("%s's feed shows %s, which is deleted, blocked, muted, unfollowed or not visible (page %v; model %v)\nthe operations on %s and the post's author:\n%s",
+				u, id, got, allowed, u, w.historyInvolving(involved))
 		}
 		if i > 0 && slices.Index(allowed, got[i-1]) >= slices.Index(allowed, id) {
 			w.t.Fatalf("%s's feed is out of order or repeats a post: %v (model %v)", u, got, allowed)
