@@ -53,7 +53,7 @@ func (e *eventsConfig) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&e.relayPoll, "relay-poll", 100*time.Millisecond, "with --relay poll: how often an idle relay queries the outbox partitions again (the stream relay reads each shard 4 times a second, within AWS's limit)")
 	e.addSQSFlags(f)
 	f.IntVar(&e.partitions, "event-partitions", 16, "partitions of a new event log (fixed once created)")
-	f.DurationVar(&e.yieldAfter, "background-yield", 250*time.Millisecond, "while fan-out, timeline cleanup, live streams or webhooks work through a backlog of events older than this, the background consumers (counters, notifications, activities, leaderboards, erasure checks, export) handle one event at a time between them, so home feeds and streams stay fresh when the workers are saturated (0: never); unless given, only with the embedded log and the polling relay: elsewhere the pipeline's own latency (a DynamoDB stream, SNS to SQS) may pass it, so give a value above its p99")
+	f.DurationVar(&e.yieldAfter, "background-yield", 100*time.Millisecond, "while fan-out, timeline cleanup, live streams or webhooks work through a backlog of events older than this, the background consumers (counters, notifications, activities, leaderboards, erasure checks, export) handle one event at a time between them, so home feeds and streams stay fresh when the workers are saturated (0: never); unless given, only with the embedded log and the polling relay: elsewhere the pipeline's own latency (a DynamoDB stream, SNS to SQS) may pass it, so give a value above its p99")
 	f.DurationVar(&e.retain, "event-retention", 24*time.Hour, "the embedded log deletes an event this long after it was appended, once every consumer has acked it (0: 24h; negative: keep every event)")
 }
 

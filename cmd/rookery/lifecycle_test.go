@@ -60,10 +60,10 @@ func TestBackgroundYield(t *testing.T) {
 		env   string
 		want  time.Duration
 	}{
-		{"pebble", nil, "", 250 * time.Millisecond},
+		{"pebble", nil, "", 100 * time.Millisecond},
 		{"pebble", []string{"--background-yield", "0"}, "", 0},
 		{"dynamo", nil, "", 0}, // the DynamoDB stream relay
-		{"dynamo", []string{"--relay", "poll"}, "", 250 * time.Millisecond},
+		{"dynamo", []string{"--relay", "poll"}, "", 100 * time.Millisecond},
 		{"pebble", []string{"--events", "nats"}, "", 0},
 		{"pebble", []string{"--events", "sqs", "--background-yield", "2s"}, "", 2 * time.Second},
 		{"dynamo", []string{"--events", "nats"}, "1s", time.Second},
