@@ -257,14 +257,27 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 			return bad(err)
 		}
 		return a.ifGone(ctx, []string{p.AuthorID}, func() error { return a.eraseItem(ctx, postKey(p.PostID), a.erasePost) })
-	case NotificationCreated:
-		var p NotificationPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+	case NotificationsCreated, NotificationCreated:
+		ns, err := notificationsOf(ev)
+		if err != nil {
 			return bad(err)
 		}
-		return a.ifGone(ctx, []string{p.Actor, p.Recipient}, func() error {
-			return a.eraseItem(ctx, notifKey(p.Recipient, p.ID), a.eraseNotification)
-		})
+		var users []string
+		for _, n := range ns {
+			users = append(users, n.Actor, n.Recipient)
+		}
+		gone, err := a.goneUsers(ctx, users...)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			if gone[n.Actor] || gone[n.Recipient] {
+				if err := a.eraseItem(ctx, notifKey(n.Recipient, n.ID), a.eraseNotification); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	case BlockCreated, MuteCreated:
 		var p RelationPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -416,25 +417,68 @@ func (a *App) ApplyWebhooks(ctx context.Context, ev rookery.Event) error {
 	if err != nil || !slices.ContainsFunc(endpoints, func(ep Webhook) bool { return ep.Enabled }) {
 		return err // no message is made for nobody
 	}
-	typ, data, err := a.webhookMessage(ctx, ev)
-	if err != nil || typ == "" {
+	msgs, err := a.webhookMessages(ctx, ev)
+	if err != nil {
 		return err
 	}
-	var body []byte
-	for _, ep := range endpoints {
-		if !ep.Enabled || !slices.Contains(ep.Events, typ) {
-			continue
-		}
-		if body == nil {
-			if body, err = webhookBody(typ, ev.OccurredAt.Time, data); err != nil {
-				return rookery.E(op, rookery.Internal, err)
+	for _, m := range msgs {
+		var body []byte
+		for _, ep := range endpoints {
+			if !ep.Enabled || !slices.Contains(ep.Events, m.typ) {
+				continue
 			}
-		}
-		if err := a.queueDelivery(ctx, ep.ID, "msg_"+ev.ID, typ, body, a.clock.Now(), true); err != nil {
-			return err
+			if body == nil {
+				if body, err = webhookBody(m.typ, ev.OccurredAt.Time, m.data); err != nil {
+					return rookery.E(op, rookery.Internal, err)
+				}
+			}
+			if err := a.queueDelivery(ctx, ep.ID, m.id, m.typ, body, a.clock.Now(), true); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// webhookMsg is a message an event makes: its id (webhook-id), type and data.
+type webhookMsg struct {
+	id, typ string
+	data    any
+}
+
+// webhookMessages returns the messages of ev: one (msg_<event id>) or none, but one per
+// notification of a NotificationsCreated (msg_<event id>-<index>).
+func (a *App) webhookMessages(ctx context.Context, ev rookery.Event) ([]webhookMsg, error) {
+	if ev.Type != NotificationsCreated && ev.Type != NotificationCreated {
+		typ, data, err := a.webhookMessage(ctx, ev)
+		if err != nil || typ == "" {
+			return nil, err
+		}
+		return []webhookMsg{{"msg_" + ev.ID, typ, data}}, nil
+	}
+	ns, err := notificationsOf(ev)
+	if err != nil {
+		return nil, rookery.E("app.webhookMessages", rookery.Invalid, "malformed event", err)
+	}
+	msgs := make([]webhookMsg, len(ns))
+	for i, p := range ns {
+		actor, err := a.authorByID(ctx, p.Actor)
+		if err != nil {
+			return nil, err
+		}
+		n := Notification{ID: p.ID, Type: p.Type, Actor: actor, CreatedAt: p.At}
+		if p.Post != "" {
+			n.PostID = &p.Post
+		}
+		if p.Comment != "" {
+			n.CommentID = &p.Comment
+		}
+		msgs[i] = webhookMsg{"msg_" + ev.ID, "notification.created", map[string]any{"user_id": p.Recipient, "notification": n}}
+		if ev.Type == NotificationsCreated {
+			msgs[i].id += "-" + strconv.Itoa(i)
+		}
+	}
+	return msgs, nil
 }
 
 // webhookEndpoints returns the registered endpoints, from a copy at most a second old (the
@@ -453,7 +497,8 @@ func (a *App) webhookEndpoints(ctx context.Context) ([]Webhook, error) {
 	})
 }
 
-// webhookMessage returns the webhook type and data of ev ("" if it has none).
+// webhookMessage returns the webhook type and data of ev ("" if it has none), for an event that
+// makes one message at most.
 func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any, error) {
 	const op rookery.Op = "app.webhookMessage"
 	bad := func(err error) (string, any, error) {
@@ -507,23 +552,6 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			return bad(err)
 		}
 		return "comment.created", p, nil
-	case NotificationCreated:
-		var p NotificationPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
-			return bad(err)
-		}
-		actor, err := a.authorByID(ctx, p.Actor)
-		if err != nil {
-			return "", nil, err
-		}
-		n := Notification{ID: p.ID, Type: p.Type, Actor: actor, CreatedAt: p.At}
-		if p.Post != "" {
-			n.PostID = &p.Post
-		}
-		if p.Comment != "" {
-			n.CommentID = &p.Comment
-		}
-		return "notification.created", map[string]any{"user_id": p.Recipient, "notification": n}, nil
 	case ActivityRecorded:
 		var p ActivityPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
