@@ -77,6 +77,7 @@ func TestWebhooks(t *testing.T) {
 	type post struct {
 		id, author string
 		likes      map[string]bool
+		keep       bool // never deleted
 	}
 	var posts []*post
 	// live returns a random post not deleted, or nil.
@@ -99,10 +100,20 @@ func TestWebhooks(t *testing.T) {
 		v := users[rng.IntN(len(users))]
 		switch r := rng.IntN(10); {
 		case r < 3:
-			reply := c.must("POST", "/v1/posts", tok[u], fmt.Sprintf(`{"text":"post %d"}`, step), "", 201)
-			p := &post{id: reply.body["id"].(string), author: u, likes: map[string]bool{}}
+			text, mentions := fmt.Sprintf("post %d", step), []string(nil)
+			if step%2 == 0 { // two mentions: one event makes both notifications
+				i := slices.Index(users, u)
+				mentions = []string{users[(i+1)%len(users)], users[(i+2)%len(users)]}
+				text += " @" + mentions[0] + " @" + mentions[1]
+			}
+			reply := c.must("POST", "/v1/posts", tok[u], `{"text":"`+text+`"}`, "", 201)
+			// A post deleted before its mentions are handled notifies nobody: one with mentions stays.
+			p := &post{id: reply.body["id"].(string), author: u, likes: map[string]bool{}, keep: mentions != nil}
 			posts = append(posts, p)
 			want = append(want, "post.created "+p.id, "streak.changed "+u)
+			for _, m := range mentions {
+				want = append(want, "notification.created mention "+m)
+			}
 		case r < 5 && u != v:
 			e := [2]string{u, v}
 			if follows[e] {
@@ -137,7 +148,7 @@ func TestWebhooks(t *testing.T) {
 			}
 		case r < 9:
 			p := live()
-			if p == nil {
+			if p == nil || p.keep {
 				continue
 			}
 			c.must("DELETE", "/v1/posts/"+p.id, tok[p.author], "", "", 204)
