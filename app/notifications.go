@@ -22,8 +22,8 @@ type Notification struct {
 
 // NotificationsCreated is the event of the notifications one event created (for the webhooks and
 // the erasure checks), written in the transaction that creates them: one event for a post's
-// mentions, not one each (each was a write to the outbox and the log, and a delivery to each
-// of their groups: more than a fifth of a post's cost at 1,000 posts/s).
+// mentions, not one each (each would be an outbox write, a log append and a delivery to each of
+// its groups; docs/performance.md).
 const NotificationsCreated = "NotificationsCreated"
 
 // NotificationCreated is the event of one notification created, as earlier versions wrote it: read
