@@ -107,7 +107,9 @@ func TestMentionsMakeOneEvent(t *testing.T) {
 	for _, d := range queued {
 		var body struct {
 			Type string
-			Data struct{ UserID string `json:"user_id"` }
+			Data struct {
+				UserID string `json:"user_id"`
+			}
 		}
 		must(json.Unmarshal(d.Body, &body))
 		ids[d.MessageID], recipients[body.Data.UserID] = true, true
