@@ -461,10 +461,14 @@ func (a *App) webhookMessages(ctx context.Context, ev rookery.Event) ([]webhookM
 		return nil, rookery.E("app.webhookMessages", rookery.Invalid, "malformed event", err)
 	}
 	msgs := make([]webhookMsg, len(ns))
+	actors := map[string]rookery.Author{} // one event's notifications share their actor
 	for i, p := range ns {
-		actor, err := a.authorByID(ctx, p.Actor)
-		if err != nil {
-			return nil, err
+		actor, ok := actors[p.Actor]
+		if !ok {
+			if actor, err = a.authorByID(ctx, p.Actor); err != nil {
+				return nil, err
+			}
+			actors[p.Actor] = actor
 		}
 		n := Notification{ID: p.ID, Type: p.Type, Actor: actor, CreatedAt: p.At}
 		if p.Post != "" {
