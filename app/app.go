@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
-	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/internal/keylock"
 	"github.com/rookery/rookery/table"
@@ -175,9 +174,9 @@ func New(d Deps) *App {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
 	eng := d.Engagement.withDefaults(d.Clock)
-	store := func() copyStore { return cacheCopies{eng.Cache} }
+	store := func(render func(table.Item) rookery.Post) copyStore { return cacheCopies{eng.Cache} }
 	if d.SoleWriter {
-		store = func() copyStore { return localCopies{cache.NewVersions[table.Item](d.Clock, localCopiesMax)} }
+		store = func(render func(table.Item) rookery.Post) copyStore { return newLocalCopies(d.Clock, render) }
 	}
 	posts, authors := newCopies(store, !d.SoleWriter, d.PostCacheTTL, d.OnPostCacheRead)
 	hot := newHotCounters(d.Table)

@@ -352,12 +352,18 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 // exists and is still its author's, the author is the viewer or followed and not muted, no block
 // either way (v read the posts).
 func (v view) inFeed(e timeline.Entry) (rookery.Post, bool) {
-	it := v.posts[e.PostID]
-	if it == nil {
+	c := v.posts[e.PostID]
+	if c.item == nil {
 		return rookery.Post{}, false
 	}
-	// The rendered post (kept by its rev) answers the rules: the item's attributes are map lookups.
-	p := v.rendered.post(it)
+	// The rendered post (its copy's, or kept by its rev) answers the rules: the item's attributes
+	// are map lookups.
+	var p rookery.Post
+	if c.post != nil {
+		p = *c.post
+	} else {
+		p = v.rendered.post(c.item)
+	}
 	switch {
 	case p.Author.ID != e.AuthorID:
 	case e.AuthorID != v.viewer && (!v.follows[e.AuthorID] || v.muted[e.AuthorID]):

@@ -41,10 +41,18 @@ type copies struct {
 // processes of a deployment), or this process's memory (localCopies, decoded), for a process that
 // is its table's only writer.
 type copyStore interface {
-	// getMany returns the copies of keys, nil for a miss or a tombstone.
-	getMany(ctx context.Context, keys []string) ([]table.Item, error)
+	// getMany returns the copies of keys, with a nil item for a miss or a tombstone.
+	getMany(ctx context.Context, keys []string) ([]copied, error)
 	// setMany sets copies, each unless a newer version is kept.
 	setMany(ctx context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error
+}
+
+// copied is a copy as its store returns it: the item's copied attributes, and for a post kept
+// decoded in process its rendering (renderPost), made once when the copy was set; so a page of
+// kept posts is not rendered again, nor its items' maps touched, on every read.
+type copied struct {
+	item table.Item
+	post *rookery.Post // nil: not rendered
 }
 
 // tombstone is the version of a deleted item's copy (whose Val is nil).
@@ -65,16 +73,16 @@ const localCopiesMax = 2_000
 // newCopies returns the copies of posts and of authors in store (nil, nil for ttl 0: none kept). A
 // shared store keeps new posts at once (sparing their first reader a read); in process, where they
 // would count against the process's memory whether read or not, the first read keeps them.
-func newCopies(store func() copyStore, shared bool, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
+func newCopies(store func(render func(table.Item) rookery.Post) copyStore, shared bool, ttl time.Duration, onRead func(kind string, hits, misses int)) (posts, authors *copies) {
 	if ttl <= 0 {
 		return nil, nil
 	}
 	if onRead == nil {
 		onRead = func(string, int, int) {}
 	}
-	return &copies{kind: "post", version: "rev", attrs: postCopyAttrs, store: store(), keepNew: shared, ttl: ttl, onRead: onRead},
+	return &copies{kind: "post", version: "rev", attrs: postCopyAttrs, store: store(renderPost), keepNew: shared, ttl: ttl, onRead: onRead},
 		// A post shows its author's name; counts and the rest change without a new version.
-		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, store: store(), keepNew: true, ttl: ttl, onRead: onRead}
+		&copies{kind: "author", version: "version", attrs: []string{"id", "username", "display_name", "version"}, store: store(nil), keepNew: true, ttl: ttl, onRead: onRead}
 }
 
 // postCopyAttrs are what rendering a post reads of its item (postFromItem, view.maySee), and its
@@ -83,27 +91,29 @@ var postCopyAttrs = []string{"id", "author_id", "text", "tags", "mentions", "med
 
 func (p *copies) key(id string) string { return p.kind + ":" + id }
 
-// get adds to into the copies of the items ids that are cached, by id; the others are to be read.
-func (p *copies) get(ctx context.Context, ids []string, into map[string]table.Item) {
+// get returns the copies of the items ids, in ids' order: those not cached (a nil item, or a nil
+// slice) are to be read.
+func (p *copies) get(ctx context.Context, ids []string) []copied {
 	if p == nil || len(ids) == 0 {
-		return
+		return nil
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
 		keys[i] = p.key(id)
 	}
-	items, err := p.store.getMany(ctx, keys)
+	cs, err := p.store.getMany(ctx, keys)
 	if err != nil { // a cache that fails costs table reads, nothing else
 		p.onRead(p.kind, 0, len(ids))
-		return
+		return nil
 	}
 	hits := 0
-	for i, it := range items {
-		if it != nil {
-			into[ids[i]], hits = it, hits+1
+	for _, c := range cs {
+		if c.item != nil {
+			hits++
 		}
 	}
 	p.onRead(p.kind, hits, len(ids)-hits)
+	return cs
 }
 
 // keep sets the copies of items read or written; a failure only costs later reads.
@@ -148,15 +158,15 @@ func (p *copies) set(ctx context.Context, cs []cache.Versioned[table.Item]) {
 // cacheCopies keeps copies encoded in a cache.Cache; a tombstone is an empty value.
 type cacheCopies struct{ c cache.Cache }
 
-func (s cacheCopies) getMany(ctx context.Context, keys []string) ([]table.Item, error) {
+func (s cacheCopies) getMany(ctx context.Context, keys []string) ([]copied, error) {
 	vals, err := s.c.GetMany(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]table.Item, len(keys))
+	out := make([]copied, len(keys))
 	for i, v := range vals {
 		if len(v) > 0 {
-			out[i], _ = table.DecodeItem(v) // one that does not decode is a miss
+			out[i].item, _ = table.DecodeItem(v) // one that does not decode is a miss
 		}
 	}
 	return out, nil
@@ -173,25 +183,42 @@ func (s cacheCopies) setMany(ctx context.Context, cs []cache.Versioned[table.Ite
 	return s.c.SetMany(ctx, entries, ttl)
 }
 
-// localCopies keeps copies decoded in this process (whose readers share them).
-type localCopies struct{ v *cache.Versions[table.Item] }
+// localCopies keeps copies decoded in this process (whose readers share them), rendered if render
+// is set.
+type localCopies struct {
+	v      *cache.Versions[copied]
+	render func(table.Item) rookery.Post
+}
 
-func (s localCopies) getMany(_ context.Context, keys []string) ([]table.Item, error) {
-	items, _ := s.v.GetMany(keys)
-	return items, nil
+func newLocalCopies(clock rookery.Clock, render func(table.Item) rookery.Post) localCopies {
+	return localCopies{v: cache.NewVersions[copied](clock, localCopiesMax), render: render}
+}
+
+func (s localCopies) getMany(_ context.Context, keys []string) ([]copied, error) {
+	cs, _ := s.v.GetMany(keys)
+	return cs, nil
 }
 
 func (s localCopies) setMany(_ context.Context, cs []cache.Versioned[table.Item], ttl time.Duration) error {
+	vs := make([]cache.Versioned[copied], len(cs))
 	for i, c := range cs {
+		vs[i] = cache.Versioned[copied]{Key: c.Key, Version: c.Version}
+		if c.Val == nil { // a tombstone
+			continue
+		}
 		// Its own copy, encoded and decoded again: the strings of an item decoded whole are slices
 		// of one string, the whole stored item, which a copy of a few attributes would keep alive.
-		if c.Val != nil {
-			if it, err := table.DecodeItem(table.AppendItem(nil, c.Val)); err == nil {
-				cs[i].Val = it
-			}
+		it := c.Val
+		if d, err := table.DecodeItem(table.AppendItem(nil, c.Val)); err == nil {
+			it = d
+		}
+		vs[i].Val.item = it
+		if s.render != nil {
+			p := s.render(it)
+			vs[i].Val.post = &p
 		}
 	}
-	s.v.SetMany(cs, ttl)
+	s.v.SetMany(vs, ttl)
 	return nil
 }
 

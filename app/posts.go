@@ -339,7 +339,8 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 // home feed, which starts from references) the posts themselves.
 type view struct {
 	viewer                         string
-	users, posts                   map[string]table.Item
+	users                          map[string]table.Item
+	posts                          map[string]copied // read, or copies; by id
 	follows, blocked, muted, liked map[string]bool
 	rendered                       *renderedPosts
 }
@@ -357,22 +358,26 @@ func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string
 // loadViews is loadView for several viewers at once: the authors and posts are read once, each
 // viewer's edges and likes beside them.
 func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, withPosts bool) (map[string]*view, error) {
-	users, posts := map[string]table.Item{}, map[string]table.Item{} // shared by the views
+	users, posts := map[string]table.Item{}, map[string]copied{} // shared by the views
 	vs := map[string]*view{}
 	var keys []table.Key
 	var owners []*view // the view a key is read for; nil for the shared ones
 	authors = slices.Compact(slices.Sorted(slices.Values(authors)))
-	a.authors.get(ctx, authors, users)
-	for _, id := range authors {
-		if users[id] == nil {
+	kept := a.authors.get(ctx, authors)
+	for i, id := range authors {
+		if kept != nil && kept[i].item != nil {
+			users[id] = kept[i].item
+		} else {
 			keys, owners = append(keys, userKey(id)), append(owners, nil)
 		}
 	}
 	var read, readUsers []table.Item // read from the table, for the copies
 	if withPosts {
-		a.posts.get(ctx, ids, posts)
-		for _, id := range ids {
-			if posts[id] == nil {
+		kept := a.posts.get(ctx, ids)
+		for i, id := range ids {
+			if kept != nil && kept[i].item != nil {
+				posts[id] = kept[i]
+			} else {
 				keys, owners = append(keys, postKey(id)), append(owners, nil)
 			}
 		}
@@ -439,7 +444,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 					v.blocked[blocker] = true
 				}
 			case sk == skMeta:
-				posts[it.String("id")] = it
+				posts[it.String("id")] = copied{item: it}
 				if a.posts != nil {
 					read = append(read, it)
 				}
