@@ -340,28 +340,22 @@ type sse struct {
 
 // begin sends what the stream starts with: a reset, or the events the client missed.
 func (st *sse) begin(ctx context.Context, start app.StreamStart) error {
-	if err := st.write("retry: 2000\n\n"); err != nil {
-		return err
-	}
+	st.write("retry: 2000\n\n")
 	if start.Reset {
 		return st.reset(ctx)
 	}
 	for _, ev := range start.Events {
-		if err := st.send(ev); err != nil {
-			return err
-		}
+		st.send(ev)
 	}
 	st.last = start.Head
 	// An id without data sets the client's last event id without an event (the SSE processing
 	// model): a client that goes away before its first event resumes from here, not from now.
-	if err := st.write("id: " + strconv.FormatUint(st.last, 10) + "\n\n"); err != nil {
-		return err
-	}
+	st.write("id: " + strconv.FormatUint(st.last, 10) + "\n\n")
 	return st.flush()
 }
 
-// deliver sends m if it is the next event; a later one means the bus lost some: they are read
-// from the log first.
+// deliver writes m if it is the next event, for the next flush; a later one means the bus lost
+// some: they are read from the log and sent first.
 func (st *sse) deliver(ctx context.Context, m *live.Message) error {
 	switch {
 	case m.Seq <= st.last:
@@ -369,14 +363,13 @@ func (st *sse) deliver(ctx context.Context, m *live.Message) error {
 	case m.Seq > st.last+1:
 		return st.catchUp(ctx, m.Seq)
 	}
-	return st.send(app.StreamEvent{Seq: m.Seq, Type: m.Type, Data: m.Data})
+	st.send(app.StreamEvent{Seq: m.Seq, Type: m.Type, Data: m.Data})
+	return nil
 }
 
 // heartbeat writes a comment line and reads what the bus may have lost.
 func (st *sse) heartbeat(ctx context.Context) error {
-	if err := st.write(":\n\n"); err != nil {
-		return err
-	}
+	st.write(":\n\n")
 	head, err := st.s.App.StreamHead(ctx, st.user)
 	if err != nil {
 		return err
@@ -397,9 +390,7 @@ func (st *sse) catchUp(ctx context.Context, upTo uint64) error {
 		return st.reset(ctx)
 	}
 	for _, ev := range evs {
-		if err := st.send(ev); err != nil {
-			return err
-		}
+		st.send(ev)
 	}
 	return st.flush()
 }
@@ -412,29 +403,26 @@ func (st *sse) reset(ctx context.Context) error {
 	}
 	st.last = head
 	st.s.Metrics.StreamEvents.WithLabelValues(app.StreamReset).Inc()
-	if err := st.write(fmt.Sprintf("id: %d\nevent: %s\ndata: {\"reason\":\"the events after your last id are no longer kept: refetch\"}\n\n", head, app.StreamReset)); err != nil {
-		return err
-	}
+	st.write(fmt.Sprintf("id: %d\nevent: %s\ndata: {\"reason\":\"the events after your last id are no longer kept: refetch\"}\n\n", head, app.StreamReset))
 	return st.flush()
 }
 
 // send writes ev.
-func (st *sse) send(ev app.StreamEvent) error {
+func (st *sse) send(ev app.StreamEvent) {
 	st.last = ev.Seq
 	st.s.Metrics.StreamEvents.WithLabelValues(ev.Type).Inc()
-	return st.write("id: " + strconv.FormatUint(ev.Seq, 10) + "\nevent: " + ev.Type + "\ndata: " + string(ev.Data) + "\n\n")
+	st.write("id: " + strconv.FormatUint(ev.Seq, 10) + "\nevent: " + ev.Type + "\ndata: " + string(ev.Data) + "\n\n")
 }
 
 // clientGone is a write to the client that failed or timed out.
 type clientGone struct{ error }
 
 // write adds s to what the next flush sends.
-func (st *sse) write(s string) error {
+func (st *sse) write(s string) {
 	if st.buf == nil {
 		st.buf = sseBufs.Get().(*[]byte)
 	}
 	*st.buf = append(*st.buf, s...)
-	return nil
 }
 
 // flush sends what was written, in one write.
