@@ -174,7 +174,7 @@ func New(d Deps) *App {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
 	eng := d.Engagement.withDefaults(d.Clock)
-	store := func(render func(table.Item) rookery.Post) copyStore { return cacheCopies{eng.Cache} }
+	store := func(func(table.Item) rookery.Post) copyStore { return cacheCopies{eng.Cache} }
 	if d.SoleWriter {
 		store = func(render func(table.Item) rookery.Post) copyStore { return newLocalCopies(d.Clock, render) }
 	}
