@@ -133,7 +133,7 @@ func (a *App) liveUser(ctx context.Context, id string) (table.Item, error) {
 // after its commit, and a deletion sets a tombstone, which reads as a miss).
 func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error) {
 	if a.soleWriter {
-		if kept := a.authors.get(ctx, []string{id}); kept != nil && kept[0].item != nil {
+		if kept := a.authors.get(ctx, []string{id}); kept[0].item != nil {
 			return authorOf(kept[0].item), nil
 		}
 	}

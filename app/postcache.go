@@ -91,11 +91,11 @@ var postCopyAttrs = []string{"id", "author_id", "text", "tags", "mentions", "med
 
 func (p *copies) key(id string) string { return p.kind + ":" + id }
 
-// get returns the copies of the items ids, in ids' order: those not cached (a nil item, or a nil
-// slice) are to be read.
+// get returns the copies of the items ids, in ids' order: those not cached (a nil item) are to be
+// read.
 func (p *copies) get(ctx context.Context, ids []string) []copied {
 	if p == nil || len(ids) == 0 {
-		return nil
+		return make([]copied, len(ids))
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
@@ -104,7 +104,7 @@ func (p *copies) get(ctx context.Context, ids []string) []copied {
 	cs, err := p.store.getMany(ctx, keys)
 	if err != nil { // a cache that fails costs table reads, nothing else
 		p.onRead(p.kind, 0, len(ids))
-		return nil
+		return make([]copied, len(ids))
 	}
 	hits := 0
 	for _, c := range cs {

@@ -365,7 +365,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	authors = slices.Compact(slices.Sorted(slices.Values(authors)))
 	kept := a.authors.get(ctx, authors)
 	for i, id := range authors {
-		if kept != nil && kept[i].item != nil {
+		if kept[i].item != nil {
 			users[id] = kept[i].item
 		} else {
 			keys, owners = append(keys, userKey(id)), append(owners, nil)
@@ -375,7 +375,7 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	if withPosts {
 		kept := a.posts.get(ctx, ids)
 		for i, id := range ids {
-			if kept != nil && kept[i].item != nil {
+			if kept[i].item != nil {
 				posts[id] = kept[i]
 			} else {
 				keys, owners = append(keys, postKey(id)), append(owners, nil)
