@@ -139,16 +139,18 @@ var Schema = table.Schema{Indexes: []table.Index{gsi1, gsi2, gsi3, gsi4}}
 // The secondary indexes, by what they serve (the table above). Code names these, never the
 // strings: an item joins an index by setting its PK and SK attributes, a query names it.
 //
-// The partitions written with every like, comment and notification but read through the index only
-// by a user's export and erasure, or (unread) counted with keys alone, are kept as keys only where
-// the store can (table.Index.KeysOnly; the embedded store): a notification is then one copy of its
-// attributes, not three.
+// The partitions written with every like, comment, notification and follow but read through the
+// index whole only by a user's export, erasure and follow lists, and otherwise with keys alone
+// (unread counts; fan-out's followers, a reader's following), are kept as keys only where the
+// store can (table.Index.KeysOnly; the embedded store): a notification or a follow is then one
+// copy of its attributes, not three, and reading a list of keys reads only keys.
 var (
 	gsi1 = table.Index{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", // following; posts by author
-		KeysOnly: []string{likedByPK(""), commentsByPK(""), notifiedByPK("")}}
+		KeysOnly: []string{followingPK(""), likedByPK(""), commentsByPK(""), notifiedByPK("")}}
 	gsi2 = table.Index{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK", // posts by tag; unread; boards
 		KeysOnly: []string{unreadPK("")}}
-	gsi3 = table.Index{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK"} // followers; likes of a post
+	gsi3 = table.Index{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK", // followers; likes of a post
+		KeysOnly: []string{followersPK("")}}
 	// gsi4 is the index of timelines by post that timeline/tablestore needs (tablestore.Index: a
 	// test in cmd checks they agree; the store checks the table has it when opened).
 	gsi4 = table.Index{Name: "GSI4", PK: "GSI4PK", SK: "GSI4SK"}
