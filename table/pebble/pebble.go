@@ -21,6 +21,7 @@ import (
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rookery/rookery"
@@ -122,7 +123,15 @@ func tune(po *cpebble.Options) {
 	// time): fan-out writes faster (docs/performance.md).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
-	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cpebble.DBCompressionFastest })
+	// Tables are compressed in the last level only: it holds most of the data (each level is ten
+	// times the one above) and is rewritten least. The levels above are written again by every
+	// compaction out of them, and compressing them each time cost more CPU than their size on
+	// disk is worth (docs/performance.md).
+	cs := cpebble.DBCompressionFastest
+	for i := range len(cs.Levels) - 1 {
+		cs.Levels[i] = block.NoCompression
+	}
+	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cs })
 }
 
 // EngineStats are the engine's figures an operator watches: the bytes it wrote, by where (what a
