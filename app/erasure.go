@@ -22,7 +22,7 @@ import (
 //	what                                how it is found                   how it goes
 //	posts (the live ones: a post deleted before keeps what others left on it, as any deleted
 //	post does), and others' likes and comments on them
-//	                                    GSI1 USER#<u>; POST#<post>        removePost (PostDeleted); deleted
+//	                                    GSI1 USER#<u>; POST#<post>        others' deleted, then removePost (PostDeleted)
 //	comments                            GSI1 COMMENTS#<u>                 removeComment (CommentDeleted)
 //	likes                               GSI1 LIKED#<u>                    removeLike (LikeDeleted)
 //	follows, both ways                  GSI1 FOLLOWING#<u>, GSI3 FOLLOWEE#<u>  removeFollow (FollowDeleted)
@@ -417,13 +417,23 @@ func (a *App) deleteItem(ctx context.Context, it table.Item) error {
 	return a.table.Delete(ctx, it.Key())
 }
 
-// erasePost deletes a deleted user's post as its author would (PostDeleted takes it out of every
-// timeline, count and board), then what others left on it: their likes and comments.
+// erasePost deletes what others left on a deleted user's post (their likes and comments, in the
+// post's partition), then the post as its author would (PostDeleted takes it out of every
+// timeline, count and board). In that order: an erasure that dies in between finds the post by
+// its author's index again when it is redone, and finishes; the post removed first, nothing would
+// lead to what was left on it.
 func (a *App) erasePost(ctx context.Context, it table.Item) error {
-	if err := ignoreConflict(a.removePost(ctx, it)); err != nil {
+	post := postKey(it.String("id"))
+	err := a.eraseListed(ctx, table.Query{PK: post.PK}, func(ctx context.Context, x table.Item) error {
+		if x.Key() == post {
+			return nil // the post itself, removed last
+		}
+		return a.deleteItem(ctx, x)
+	})
+	if err != nil {
 		return err
 	}
-	return a.eraseListed(ctx, table.Query{PK: postKey(it.String("id")).PK}, a.deleteItem)
+	return ignoreConflict(a.removePost(ctx, it))
 }
 
 func (a *App) eraseComment(ctx context.Context, it table.Item) error {
