@@ -92,9 +92,8 @@ fi
 if wants feed; then
 	measure feed "$reed" --symmetric --mix feed --feed-limit 20 --rate 2000 --duration 15s --warmup 10s --lag-sample 0
 fi
-# A sweep stops at its first failed step; the last steps (12,800/s on Reed98, 9,200/s on
-# soc-Epinions1) are above what any target reached on the fastest host measured (the Redis-lists
-# front: 7,396/s and more than 7,667/s).
+# A sweep stops at its first failed step; its last step is set above the highest knee any target
+# reached on the fastest host measured (docs/performance.md), so that a knee is always found.
 if capacity reed98; then
 	measure capacity-reed98 "$reed" --symmetric --mix dsb --sweep --rate 400 --steps 20 --duration 10s --warmup 10s --catch-up-wait 20s
 fi
