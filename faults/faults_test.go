@@ -323,6 +323,10 @@ type workload struct {
 	// deleted holds the users whose accounts the workload deleted (DELETE /v1/users/{id}); the
 	// readers read it too.
 	deleted sync.Map
+	// deleting holds the users whose DELETE the workload has sent: the deletion may commit before
+	// its answer comes back (or on an earlier, timed-out attempt of a retried request), so a
+	// concurrent reader may see the account gone before deleted says so.
+	deleting sync.Map
 	// unsettled holds the likes ("post user") a PUT or DELETE of which was answered after a retry.
 	unsettled map[string]bool
 }
@@ -353,6 +357,9 @@ func (w *workload) settle(note bool) {
 
 // gone reports whether the workload deleted u's account.
 func (w *workload) gone(u string) bool { _, ok := w.deleted.Load(u); return ok }
+
+// beingDeleted reports whether the workload has sent the DELETE of u's account.
+func (w *workload) beingDeleted(u string) bool { _, ok := w.deleting.Load(u); return ok }
 
 // maxDeleted is the share of the workload's users it may delete: one in four.
 func (w *workload) maxDeleted() int { return len(w.users) / 4 }
@@ -554,6 +561,7 @@ func (w *workload) step() {
 		if w.rng.IntN(2) == 0 {
 			tok = token(w.t, "app", true) // the app's backend deletes them
 		}
+		w.deleting.Store(a, true)
 		w.c.must("DELETE", "/v1/users/"+a, tok, "", "", 204)
 		w.m.DeleteUser(a)
 		w.deleted.Store(a, true)
@@ -961,9 +969,9 @@ func (w *workload) read(n *node, seed uint64, faults *faultClock, stats *readerS
 		stats.add(strconv.Itoa(resp.StatusCode))
 		switch {
 		case resp.StatusCode == 503 && faults.active():
-		case resp.StatusCode == 404 && w.gone(u): // deleted while the read was under way
+		case resp.StatusCode == 404 && w.beingDeleted(u): // deleted while the read was under way
 		case resp.StatusCode != 200:
-			w.t.Errorf("a feed read on %s: %d", n.name, resp.StatusCode)
+			w.t.Errorf("a feed read of %s's on %s: %d", u, n.name, resp.StatusCode)
 		case err != nil:
 			if !faults.active() {
 				w.t.Errorf("a feed read on %s: %v", n.name, err)
