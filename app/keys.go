@@ -143,12 +143,14 @@ var Schema = table.Schema{Indexes: []table.Index{gsi1, gsi2, gsi3, gsi4}}
 // index whole only by a user's export, erasure and follow lists, and otherwise with keys alone
 // (unread counts; fan-out's followers, a reader's following), are kept as keys only where the
 // store can (table.Index.KeysOnly; the embedded store): a notification or a follow is then one
-// copy of its attributes, not three, and reading a list of keys reads only keys.
+// copy of its attributes, not three, and reading a list of keys reads only keys. So are the
+// leaderboards: their entries are rewritten with every score and streak change (three scores a
+// post) and read a short page at a time behind a cache, each item then read from the base.
 var (
 	gsi1 = table.Index{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", // following; posts by author
 		KeysOnly: []string{followingPK(""), likedByPK(""), commentsByPK(""), notifiedByPK("")}}
 	gsi2 = table.Index{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK", // posts by tag; unread; boards
-		KeysOnly: []string{unreadPK("")}}
+		KeysOnly: []string{unreadPK(""), streakBoardPrefix, authorBoardPrefix}}
 	gsi3 = table.Index{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK", // followers; likes of a post
 		KeysOnly: []string{followersPK("")}}
 	// gsi4 is the index of timelines by post that timeline/tablestore needs (tablestore.Index: a
@@ -338,7 +340,7 @@ func streakBoardKeys(user string, current, shards int) (pk, sk string) {
 	return streakBoardPK(int(h.Sum32() % uint32(shards))), fmt.Sprintf("%09d#%s", current, user)
 }
 
-func streakBoardPK(shard int) string { return fmt.Sprintf("TOPSTREAKS#%03d", shard) }
+func streakBoardPK(shard int) string { return fmt.Sprintf("%s%03d", streakBoardPrefix, shard) }
 
 func activityClaimKey(user, keyHash string) table.Key {
 	return table.Key{PK: "ACTKEY#" + user + "#" + keyHash, SK: "-"}
@@ -359,7 +361,13 @@ func scoreKey(author, period, key string) table.Key {
 	return table.Key{PK: "SCORE#" + author, SK: period + "#" + key}
 }
 
-func authorBoardPK(period, key string) string { return "TOPAUTHORS#" + period + "#" + key }
+func authorBoardPK(period, key string) string { return authorBoardPrefix + period + "#" + key }
+
+// The prefixes of the leaderboards' partitions of gsi2.
+const (
+	streakBoardPrefix = "TOPSTREAKS#"
+	authorBoardPrefix = "TOPAUTHORS#"
+)
 
 func boardPostKey(post string) table.Key { return table.Key{PK: "LBPOST#" + post, SK: "POST"} }
 func boardLikeKey(post, user string) table.Key {
