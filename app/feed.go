@@ -62,7 +62,8 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 	r := &feedRead{a: a, reader: reader}
 	// One more than the page, so that a last page that happens to be full says so (no cursor).
 	want := limit + 1
-	out := make([]rookery.Post, 0, limit)
+	// Room for what one chunk (below) may add past want, so that the page is allocated once.
+	out := make([]rookery.Post, 0, want+want/10+1)
 	for {
 		refs, floor, done, err := r.candidates(ctx, before, want)
 		if err != nil {
@@ -74,16 +75,12 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 			need := want - len(out)
 			chunk := refs[:min(len(refs), need+need/10+1)]
 			refs = refs[len(chunk):]
-			posts, err := r.show(ctx, chunk)
-			if err != nil {
+			if out, err = r.show(ctx, chunk, out); err != nil {
 				return Page[rookery.Post]{}, err
 			}
-			for _, p := range posts {
-				if len(out) == limit { // p is the one more: there is a next page
-					last := out[limit-1]
-					return Page[rookery.Post]{Items: out, Next: a.feedCursor(reader, timeline.Entry{PostID: last.ID, At: last.CreatedAt.Time})}, nil
-				}
-				out = append(out, p)
+			if len(out) > limit { // one more than the page: there is a next page
+				last := out[limit-1]
+				return Page[rookery.Post]{Items: out[:limit], Next: a.feedCursor(reader, timeline.Entry{PostID: last.ID, At: last.CreatedAt.Time})}, nil
 			}
 		}
 		if done {
@@ -323,12 +320,12 @@ func (a *App) authorPosts(ctx context.Context, authors []string, before timeline
 	return all, floor, err
 }
 
-// show turns candidate references into the Posts the reader may see in their feed, with one batch
-// read: the post exists and is still its author's, the author is the reader or followed and not
-// muted, no block either way.
-func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.Post, error) {
+// show appends to out the Posts of the candidate references that the reader may see in their
+// feed, with one batch read: the post exists and is still its author's, the author is the reader
+// or followed and not muted, no block either way.
+func (r *feedRead) show(ctx context.Context, refs []timeline.Entry, out []rookery.Post) ([]rookery.Post, error) {
 	if len(refs) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	authors, ids := make([]string, 0, len(refs)), make([]string, 0, len(refs))
 	for _, e := range refs {
@@ -337,9 +334,8 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry) ([]rookery.P
 	}
 	v, err := r.a.loadView(ctx, r.reader, authors, ids, true)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := make([]rookery.Post, 0, len(refs))
 	for _, e := range refs {
 		if p, ok := v.inFeed(e); ok {
 			out = append(out, p)

@@ -337,7 +337,7 @@ func (s *Store) pageOf(user string, h *head, before timeline.Entry, limit int) (
 	if before.PostID != "" {
 		upper = entryKey(user, ms(before.At), before.PostID)
 	}
-	page := timeline.Page{Exists: true}
+	page := timeline.Page{Exists: true, Entries: make([]timeline.Entry, 0, min(limit, len(h.entries)))}
 	cut := s.cutoff()
 	for _, he := range h.entries {
 		if upper != nil && bytes.Compare(he.key, upper) >= 0 {
