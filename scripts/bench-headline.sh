@@ -53,22 +53,22 @@ fresh() { # graph: a fresh copy of its import, served
 	serve "$work/run"
 }
 # measure name graph [flags...]: every target, RUNS times each, into $out/<name>-<target>-<n>.json.
+# The targets take turns (Rookery, then each front, RUNS rounds): a host that slows down for a
+# while, as shared ones do, then slows a round of all of them rather than one target's runs.
 measure() {
 	local name=$1 graph=$2; shift 2
 	local flags=("$@")
+	local targets=(postgres redis-list)
+	[ "$name" = feed ] && targets+=(fixed)
+	local sym=()
+	[ "$graph" = "$reed" ] && sym=(--symmetric)
 	for run in $(seq 1 "$runs"); do
 		echo "== $name: rookery, run $run of $runs"
 		fresh "$graph"
 		bench --graph "$graph" --server http://127.0.0.1:18080 --data-dir "$work/run" \
 			--out "$out/$name-rookery-$run.json" "${flags[@]}"
 		stop
-	done
-	local targets=(postgres redis-list)
-	[ "$name" = feed ] && targets+=(fixed)
-	local sym=()
-	[ "$graph" = "$reed" ] && sym=(--symmetric)
-	for target in "${targets[@]}"; do
-		for run in $(seq 1 "$runs"); do
+		for target in "${targets[@]}"; do
 			echo "== $name: $target behind the front, run $run of $runs"
 			# Each run from the same state, as each Rookery run starts from a fresh copy: the graph
 			# loaded again, and posts made as Rookery's import made them (not measured). The fixed
