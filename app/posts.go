@@ -358,8 +358,7 @@ func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string
 // loadViews is loadView for several viewers at once: the authors and posts are read once, each
 // viewer's edges and likes beside them.
 func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, withPosts bool) (map[string]*view, error) {
-	// Sized for what is read: a page's maps grown a bucket at a time were a tenth of a feed read's
-	// allocations.
+	// Sized for what is read: grown from empty, they were much of a feed read's allocations.
 	users, posts := make(map[string]table.Item, len(authors)), make(map[string]copied, len(ids)) // shared by the views
 	vs := make(map[string]*view, len(viewers))
 	var keys []table.Key

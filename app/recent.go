@@ -73,7 +73,7 @@ func (c *recentPosts) pages(authors []string, before timeline.Entry, n int, now 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ttl := cmp.Or(c.ttl, recentTTL)
-	found = make([]cachedPage, 0, len(authors)) // most authors are found: grown one at a time, this was a feed read's allocation to count
+	found = make([]cachedPage, 0, len(authors)) // most authors are found: grown from empty, it allocated again and again
 	for _, author := range authors {
 		e, ok := c.authors[author]
 		if ok && now.Sub(e.at) <= ttl {
