@@ -384,11 +384,12 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		}
 	}
 	// The viewers' edges are read whole (and kept) where that pays: for a view of edgesQueryMin
-	// authors or more (a page), and for the live consumer's views of the present users, who are
-	// sent every post of those they follow. Other views use them if kept. The same for the posts
-	// they like, for a view of edgesQueryMin posts or more.
-	whole := len(authors) >= edgesQueryMin || len(viewers) > 1
-	wholeLikes := len(ids) >= edgesQueryMin || len(viewers) > 1
+	// authors or more (a page), for the home feed's views (withPosts), which a reader makes again
+	// and again, even of a page by a few authors, and for the live consumer's views of the present
+	// users, who are sent every post of those they follow. Other views use them if kept. The same
+	// for the posts they like.
+	whole := len(authors) >= edgesQueryMin || withPosts
+	wholeLikes := len(ids) >= edgesQueryMin || withPosts
 	for _, viewer := range viewers {
 		v := &view{viewer: viewer, users: users, posts: posts, rendered: a.rendered,
 			follows: map[string]bool{}, blocked: map[string]bool{}, muted: map[string]bool{}, liked: map[string]bool{}}
