@@ -384,10 +384,10 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 		}
 	}
 	// The viewers' edges are read whole (and kept) where that pays: for a view of edgesQueryMin
-	// authors or more (a page), for the home feed's views (withPosts), which a reader makes again
-	// and again, even of a page by a few authors, and for the live consumer's views of the present
-	// users, who are sent every post of those they follow. Other views use them if kept. The same
-	// for the posts they like.
+	// authors or more (a page), and for every view that starts from references (withPosts): the
+	// home feed's, which a reader makes again and again even of a page by a few authors, and the
+	// live consumer's views of the present users, who are sent every post of those they follow.
+	// Other views use them if kept. The same for the posts they like.
 	whole := len(authors) >= edgesQueryMin || withPosts
 	wholeLikes := len(ids) >= edgesQueryMin || withPosts
 	for _, viewer := range viewers {
