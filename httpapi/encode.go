@@ -262,12 +262,13 @@ func serveCreate[In, Out any](s *server, w http.ResponseWriter, r *http.Request,
 // listParams reads ?limit= (1..100, default 20) and ?cursor= of a list request.
 func listParams(r *http.Request) (limit int, cursor string, err error) {
 	limit = 20
-	if v := r.URL.Query().Get("limit"); v != "" {
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil {
 			return 0, "", rookery.FieldErrors{{Name: "limit", Reason: "must be a whole number from 1 to 100"}}.Err("httpapi.listParams")
 		}
 	}
-	return limit, r.URL.Query().Get("cursor"), nil
+	return limit, q.Get("cursor"), nil
 }
 
 // listReply is every list's shape: {"items": [...], "next_cursor": "..." | null}.
