@@ -88,3 +88,17 @@ func TestBackgroundYield(t *testing.T) {
 		}
 	}
 }
+
+// TestProcs: --procs wins when set; else a GOMAXPROCS from the environment is kept, and without one
+// the server runs twice Go's default, counted from the start (serve may run again in a process).
+func TestProcs(t *testing.T) {
+	for _, c := range []struct {
+		n       int
+		fromEnv bool
+		want    int
+	}{{3, false, 3}, {3, true, 3}, {0, true, startProcs}, {0, false, 2 * startProcs}, {-1, false, 2 * startProcs}} {
+		if got := procs(c.n, c.fromEnv); got != c.want {
+			t.Errorf("procs(%d, %v) = %d, want %d", c.n, c.fromEnv, got, c.want)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -38,6 +40,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	pprofAddr       string
 	gcPercent       int
+	procs           int
 	demo            bool
 	deletedGrace    time.Duration
 }
@@ -60,6 +63,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	f.IntVar(&sc.gcPercent, "gc-percent", 300, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
+	f.IntVar(&sc.procs, "procs", 0, "goroutines Go runs at once (GOMAXPROCS); 0 is twice the CPUs the process may use (or the GOMAXPROCS environment variable if set): spare ones keep requests from waiting behind background work")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	f.DurationVar(&sc.deletedGrace, "deleted-grace", app.DefaultDeletedGrace, "how long a deleted account's username stays taken and its id unusable (DELETE /v1/users/{id})")
 	f.BoolVar(&sc.demo, "demo", false, "DEMO ONLY: serve the demo web client at /demo/, which signs anyone in as any user without a password (embedded store and --role all only; never on a reachable address)")
@@ -91,6 +95,26 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
+// procs is how many goroutines the server has Go run at once: n if positive; else Go's own setting
+// if GOMAXPROCS is set, or twice the CPUs the process may use. Go runs a goroutine for up to 10 ms
+// before it preempts it, so with one per CPU, background work (the engine's compactions, the
+// consumers) can hold every one for that long while requests wait; with spare ones, the kernel
+// shares the CPUs among them at a finer grain. The dsb mix's p99 fell by half at the same rate
+// (docs/performance.md, session 40), for a few percent more CPU a request.
+func procs(n int, fromEnv bool) int {
+	switch {
+	case n > 0:
+		return n
+	case fromEnv:
+		return startProcs
+	}
+	return 2 * startProcs
+}
+
+// startProcs is Go's setting when the process started, before serve changed it (tests run serve
+// more than once in a process).
+var startProcs = runtime.GOMAXPROCS(0)
+
 // serve runs the server until ctx ends, then shuts down gracefully: it stops accepting, lets
 // in-flight requests finish (up to the shutdown timeout), and closes the store.
 func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.Writer) error {
@@ -104,6 +128,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		return fmt.Errorf("--role must be all, api or worker, not %q", sc.role)
 	}
 	debug.SetGCPercent(sc.gcPercent)
+	runtime.GOMAXPROCS(procs(sc.procs, os.Getenv("GOMAXPROCS") != ""))
 	clock := rookery.SystemClock
 	verifier, cursorKey, err := cfg.verifier(clock)
 	if err != nil {
