@@ -99,8 +99,8 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // if GOMAXPROCS is set, or twice the CPUs the process may use. Go runs a goroutine for up to 10 ms
 // before it preempts it, so with one per CPU, background work (the engine's compactions, the
 // consumers) can hold every one for that long while requests wait; with spare ones, the kernel
-// shares the CPUs among them at a finer grain. The dsb mix's p99 fell by half at the same rate
-// (docs/performance.md, session 40), for a few percent more CPU a request.
+// shares the CPUs among them at a finer grain: requests' tail latency falls and the consumers keep
+// up under load, for a little more CPU a request (docs/performance.md).
 func procs(n int, fromEnv bool) int {
 	switch {
 	case n > 0:
