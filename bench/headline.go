@@ -113,19 +113,29 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 		cells := make([]string, len(HeadlineTargets))
 		for i, t := range HeadlineTargets {
 			cells[i] = summary(values(prefix+t, knee), "/s")
+			higher, failedAt := false, 0.0 // failedAt: the rate of a run whose first step failed
 			for _, r := range runs[prefix+t] {
-				if _, _, lower := kneeOf(r, bound); lower {
-					cells[i] += " (a run's sweep never failed: its knee is higher)"
-					break
+				_, ok, low := kneeOf(r, bound)
+				higher = higher || low
+				if !ok && len(r.Results) > 0 {
+					failedAt = r.Results[0].TargetRate
 				}
+			}
+			if higher {
+				cells[i] += " (a run's sweep never failed: its knee is higher)"
+			}
+			if failedAt > 0 {
+				cells[i] = strings.TrimSpace(cells[i] + fmt.Sprintf(" (a run failed its first step, %.0f/s: its knee is lower)", failedAt))
 			}
 		}
 		fmt.Fprintf(out, "| %s dsb capacity (p99 ≤ %v, errors ≤ 1%%) | %s |  | - |\n", g.label, bound, strings.Join(cells, " | "))
 		// The ratios, run by run (Rookery's run n against the baseline's run n). A Rookery run
-		// whose first step failed counts as 0; a baseline's, which has no knee to divide by, is
-		// left out. A sweep that never failed gives a lower bound of its knee: the ratio is then a
-		// lower bound (Rookery's) or an upper bound (the baseline's), and a target holds or fails
-		// only where the bound decides it; with both, the run says nothing.
+		// whose first step failed counts as 0. A sweep that never failed gives a lower bound of
+		// its knee, and a baseline's whose first step failed an upper bound (that step's rate): the
+		// ratio is then a lower bound (Rookery's sweep never failed, or the baseline's failed at
+		// once) or an upper bound (the baseline's never failed), and a target holds or fails only
+		// where the bound decides it; with both kinds, or both sweeps failing at once, the run says
+		// nothing.
 		for _, base := range []struct {
 			name string
 			min  float64
@@ -139,15 +149,22 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 					continue
 				}
 				bk, ok, bLow := kneeOf(b, bound)
-				if !ok || bk == 0 {
+				bHigh := false // the baseline's knee is below bk: its first step failed
+				if !ok && len(b.Results) > 0 {
+					bk, bHigh = b.Results[0].TargetRate, true
+				}
+				if bk == 0 {
 					continue
 				}
-				rk, _, rLow := kneeOf(runs[prefix+"rookery"][k], bound)
+				rk, rok, rLow := kneeOf(runs[prefix+"rookery"][k], bound)
+				if bHigh && !rok {
+					continue
+				}
 				r := rk / bk
 				switch {
-				case rLow && bLow:
+				case (rLow || bHigh) && bLow:
 					continue
-				case rLow:
+				case rLow || bHigh:
 					atLeast++
 					if r < base.min {
 						undecided++
@@ -174,13 +191,13 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			cells[0] = summary(ratios, "x")
 			switch {
 			case len(ratios) == 0 && len(runs[prefix+"rookery"]) > 0 && len(runs[prefix+base.name]) > 0:
-				cells[0] = "not determined (both sweeps passed every step)"
+				cells[0] = "not determined (both sweeps passed every step, or both failed their first)"
 			case atLeast == len(ratios) && atLeast > 0:
 				cells[0] = "≥ " + cells[0]
 			case atMost == len(ratios) && atMost > 0:
 				cells[0] = "≤ " + cells[0]
 			case atLeast+atMost > 0:
-				cells[0] += " (some runs' bounds: a sweep never failed)"
+				cells[0] += " (some runs' bounds: a sweep never failed, or a baseline's failed its first step)"
 			}
 			fmt.Fprintf(out, "| %s capacity, Rookery / %s front | %s | ≥ %.1fx | %s |\n", g.label, base.name, strings.Join(cells, " | "), base.min, holds)
 		}
