@@ -100,7 +100,8 @@ type Config struct {
 	Prefix   string        // the imported users' prefix (UserID)
 	Seed     uint64
 	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
-	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms.
+	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms; only
+	// followers whose feed the run read before count (probeLag).
 	LagSample float64
 	Progress  io.Writer // the run's progress (a bar on a terminal, a line every few seconds elsewhere); nil for none
 	// OnPost, if set, is told each post's id and when its 201 came (Streams.Posted).
@@ -120,6 +121,9 @@ type OpResult struct {
 	Max      float64        `json:"max_ms"`
 	Mean     float64        `json:"mean_ms"`
 	TimedOut int64          `json:"timed_out,omitempty"` // fan-out probes that never saw the post
+	// Cold counts the fan-out probes left out because none of the followers they read had a feed
+	// the run had read before (see probeLag).
+	Cold int64 `json:"cold,omitempty"`
 }
 
 // Result is a run's figures.
@@ -163,6 +167,7 @@ type recorder struct {
 	hist     map[string]*hdrhistogram.Histogram
 	errs     map[string]map[string]int
 	timedOut int64
+	cold     int64
 }
 
 func (r *recorder) record(op string, d time.Duration, status int) {
@@ -251,7 +256,7 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 		o := &OpResult{Count: h.TotalCount(), Errors: rec.errs[op], P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)),
 			P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
 		if op == OpFanout {
-			o.TimedOut = rec.timedOut
+			o.TimedOut, o.Cold = rec.timedOut, rec.cold
 		} else {
 			for st, n := range o.Errors {
 				if st == "0" || st == "429" || st >= "500" {
@@ -260,6 +265,9 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 			}
 		}
 		res.Ops[op] = o
+	}
+	if res.Ops[OpFanout] == nil && rec.timedOut+rec.cold > 0 { // probes made, none counted
+		res.Ops[OpFanout] = &OpResult{TimedOut: rec.timedOut, Cold: rec.cold}
 	}
 	if sent > 0 {
 		res.ErrorRate = float64(errors) / float64(sent)
@@ -331,6 +339,9 @@ func Table(out io.Writer, r Result) {
 		slices.Sort(errs)
 		if o.TimedOut > 0 {
 			errs = append(errs, fmt.Sprintf("timed out:%d", o.TimedOut))
+		}
+		if o.Cold > 0 {
+			errs = append(errs, fmt.Sprintf("cold (left out):%d", o.Cold))
 		}
 		fmt.Fprintf(out, "%-11s %8d %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", op, o.Count, o.P50, o.P90, o.P99, o.P999, o.Max, strings.Join(errs, " "))
 	}

@@ -183,7 +183,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.Float64Var(&rate, "rate", 200, "target requests per second (the first rate of a sweep)")
 	f.DurationVar(&duration, "duration", 30*time.Second, "how long to send (each step of a sweep)")
 	f.DurationVar(&warmup, "warmup", 0, "run the mix this long first, unmeasured (timelines built, caches warm)")
-	f.Float64Var(&lagSample, "lag-sample", 0.05, "share of posts whose fan-out lag is probed; a probe reads 3 followers' feeds every 5-50 ms until the post shows, so at high post rates keep it small (0.005 at 1,000 posts/s)")
+	f.Float64Var(&lagSample, "lag-sample", 0.05, "share of posts whose fan-out lag is probed; a probe reads 3 followers' feeds every 5-50 ms until the post shows (followers whose feed the run read before: a first read rebuilds a timeline, which measures that read, not fan-out; a probe with none is reported as cold), so at high post rates keep it small (0.005 at 1,000 posts/s)")
 	f.BoolVar(&sweep, "sweep", false, "raise the rate until a p99 passes --p99-bound or errors pass 1%")
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
