@@ -28,6 +28,19 @@ func TestHeadline(t *testing.T) {
 	step := func(rate, p99 float64) Result {
 		return Result{TargetRate: rate, Ops: map[string]*OpResult{OpFeed: {P99: p99}}}
 	}
+	// check prints the table of dir and wants each line in it.
+	check := func(wants ...string) {
+		t.Helper()
+		var b strings.Builder
+		if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("the table lacks %q:\n%s", want, b.String())
+			}
+		}
+	}
 	write("feed-rookery-1.json", feed(0.9, 4, 0.19))
 	write("feed-rookery-2.json", feed(1.1, 4.5, 0.18)) // one run over 1 ms: p50 does not hold
 	write("feed-rookery-3.json", feed(0.8, 3, 0.15))
@@ -43,12 +56,7 @@ func TestHeadline(t *testing.T) {
 	write("capacity-epinions-postgres-2.json", step(400, 10), step(480, 90))
 	write("capacity-epinions-postgres-3.json", step(400, 90))
 	write("capacity-reed98-redis-list-1.json", step(1000, 10), step(1200, 10), step(1440, 10), step(1728, 90))
-	var b strings.Builder
-	if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
-	for _, want := range []string{
+	check(
 		"| Reed98 feed reads at 2,000/s: p50 | 0.90 [0.80-1.10] ms |  | 0.70 ms |  | ≤ 1 ms | **no** |",
 		"| Reed98 feed reads at 2,000/s: p99 | 4.00 [3.00-4.50] ms |  | 2.00 ms |  | ≤ 5 ms | yes |",
 		"| Reed98 feed reads: server CPU per read | 0.18 [0.15-0.19] ms |",
@@ -58,11 +66,7 @@ func TestHeadline(t *testing.T) {
 		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 [1200-1200] /s (a run's sweep never failed: its knee is higher) (a run failed its first step, 1000/s: its knee is lower) | 400 [400-400] /s (a run failed its first step, 400/s: its knee is lower) |",
 		// Run 3: the baseline's knee is below 400/s, so the ratio is at least 1200/400.
 		"| soc-Epinions1 capacity, Rookery / postgres front | 3.00 [0.00-3.00] x (some runs' bounds: a sweep never failed, or a baseline's failed its first step) |  |  |  | ≥ 2.5x | **no** |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
-		}
-	}
+	)
 
 	// Sweeps that never failed bound their knees from below: a ratio is then a bound, and a
 	// target holds or fails only where the bound decides it.
@@ -73,21 +77,12 @@ func TestHeadline(t *testing.T) {
 	write("capacity-epinions-rookery-1.json", step(1000, 10), step(1200, 90))  // 1000
 	write("capacity-epinions-postgres-1.json", step(300, 10))                  // >= 300
 	write("capacity-epinions-redis-list-1.json", step(2000, 10))               // >= 2000
-	b.Reset()
-	if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	got = b.String()
-	for _, want := range []string{
+	check(
 		"| Reed98 capacity, Rookery / postgres front | ≥ 3.00 x |  |  |  | ≥ 2.5x | yes |",
 		"| Reed98 capacity, Rookery / redis-list front | not determined (both sweeps passed every step, or both failed their first) |  |  |  | ≥ 0.7x | - |",
 		"| soc-Epinions1 capacity, Rookery / postgres front | ≤ 3.33 x |  |  |  | ≥ 2.5x | - |",
 		"| soc-Epinions1 capacity, Rookery / redis-list front | ≤ 0.50 x |  |  |  | ≥ 0.7x | **no** |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
-		}
-	}
+	)
 
 	// A baseline whose first step failed bounds its knee from above (that step's rate): the ratio
 	// is a lower bound, and decides the target when it is above it (session 42's soc-Epinions1
@@ -99,20 +94,11 @@ func TestHeadline(t *testing.T) {
 	write("capacity-reed98-postgres-1.json", step(400, 90))                                // < 400
 	write("capacity-reed98-redis-list-1.json", step(400, 90))                              // < 400
 	write("capacity-epinions-redis-list-1.json", step(800, 90))                            // < 800
-	b.Reset()
-	if err := Headline(&b, dir, 50*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	got = b.String()
-	for _, want := range []string{
+	check(
 		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 600 /s | (a run failed its first step, 200/s: its knee is lower) |",
 		"| soc-Epinions1 capacity, Rookery / postgres front | ≥ 3.00 x |  |  |  | ≥ 2.5x | yes |",
 		"| Reed98 capacity, Rookery / postgres front | ≥ 1.20 x |  |  |  | ≥ 2.5x | - |",
 		"| Reed98 capacity, Rookery / redis-list front | ≥ 1.20 x |  |  |  | ≥ 0.7x | yes |",
 		"| soc-Epinions1 capacity, Rookery / redis-list front | ≥ 0.75 x |  |  |  | ≥ 0.7x | yes |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
-		}
-	}
+	)
 }
