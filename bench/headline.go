@@ -115,10 +115,11 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			cells[i] = summary(values(prefix+t, knee), "/s")
 			higher, failedAt := false, 0.0 // failedAt: the rate of a run whose first step failed
 			for _, r := range runs[prefix+t] {
-				_, ok, low := kneeOf(r, bound)
-				higher = higher || low
-				if !ok && len(r.Results) > 0 {
-					failedAt = r.Results[0].TargetRate
+				switch k, b := kneeOf(r, bound); b {
+				case kneeAtLeast:
+					higher = true
+				case kneeBelow:
+					failedAt = k
 				}
 			}
 			if higher {
@@ -148,18 +149,15 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 				if !ok {
 					continue
 				}
-				bk, ok, bLow := kneeOf(b, bound)
-				bHigh := false // the baseline's knee is below bk: its first step failed
-				if !ok && len(b.Results) > 0 {
-					bk, bHigh = b.Results[0].TargetRate, true
-				}
-				if bk == 0 {
+				bk, bb := kneeOf(b, bound)
+				rk, rb := kneeOf(runs[prefix+"rookery"][k], bound)
+				if bk == 0 || bb == kneeBelow && rb == kneeBelow {
 					continue
 				}
-				rk, rok, rLow := kneeOf(runs[prefix+"rookery"][k], bound)
-				if bHigh && !rok {
-					continue
+				if rb == kneeBelow {
+					rk = 0
 				}
+				bLow, bHigh, rLow := bb == kneeAtLeast, bb == kneeBelow, rb == kneeAtLeast
 				r := rk / bk
 				switch {
 				case (rLow || bHigh) && bLow:
@@ -213,10 +211,25 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 	return nil
 }
 
-// kneeOf is r's knee (Knee), and whether it is only a lower bound: the sweep passed every step.
-func kneeOf(r RunFile, bound time.Duration) (knee float64, ok, lower bool) {
-	knee, ok = Knee(r.Results, bound)
-	return knee, ok, ok && knee == r.Results[len(r.Results)-1].TargetRate
+// kneeBound says what a sweep's knee (kneeOf) is.
+type kneeBound int
+
+const (
+	kneeExact   kneeBound = iota // the knee: the sweep passed it and failed the next step
+	kneeAtLeast                  // a lower bound: the sweep passed every step
+	kneeBelow                    // an upper bound: the sweep failed its first step, at this rate
+)
+
+// kneeOf is r's knee (Knee) and what it is; a run without steps has knee 0.
+func kneeOf(r RunFile, bound time.Duration) (float64, kneeBound) {
+	knee, ok := Knee(r.Results, bound)
+	switch {
+	case !ok && len(r.Results) > 0:
+		return r.Results[0].TargetRate, kneeBelow
+	case ok && knee == r.Results[len(r.Results)-1].TargetRate:
+		return knee, kneeAtLeast
+	}
+	return knee, kneeExact
 }
 
 // summary is "median [min-max] unit" of vs, or "" for none.
