@@ -12,9 +12,10 @@ import (
 	"github.com/rookery/rookery/table"
 )
 
-// An event's notifications are written together; an event delivered again, whole or after only
-// some of them were written, still leaves exactly one notification per recipient, and none for the
-// actor or for a recipient who blocked the actor.
+// An event's notifications are created together with its applied record: none for the actor or
+// for a recipient who blocked the actor, and an event delivered again creates nothing twice, nor
+// makes a notification read since unread again, nor brings back a like's notification that the
+// like's undoing removed.
 func TestMentionNotificationsOncePerRecipient(t *testing.T) {
 	ctx := context.Background()
 	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
@@ -27,30 +28,43 @@ func TestMentionNotificationsOncePerRecipient(t *testing.T) {
 	if err := a.Block(server, "erin", "alice"); err != nil {
 		t.Fatal(err)
 	}
+	at := rookery.Time{Time: time.Now()}
 	edit := func(mentions ...string) rookery.Event {
 		p, _ := json.Marshal(app.PostPayload{PostID: "p1", AuthorID: "alice", NewMentions: mentions})
-		return rookery.Event{ID: "01EVENT", Type: app.PostEdited, OccurredAt: rookery.Time{Time: time.Now()}, Payload: p}
+		return rookery.Event{ID: "01EVENT", Type: app.PostEdited, OccurredAt: at, Payload: p}
 	}
-	count := func(user string) int {
+	like := func(typ string) rookery.Event {
+		p, _ := json.Marshal(app.LikePayload{PostID: "p1", AuthorID: "carol", UserID: "dave", At: at})
+		return rookery.Event{ID: "01LIKE" + typ, Type: typ, OccurredAt: at, Payload: p}
+	}
+	list := func(user string) []app.Notification {
 		p, err := a.Notifications(rookery.WithCaller(ctx, rookery.Caller{UserID: user}), false, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(p.Items)
+		return p.Items
 	}
-	// A first delivery that wrote only bob's (as one transaction per notification could leave it).
-	if err := a.ApplyNotifications(ctx, edit("bob")); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // then the whole event, twice
-		if err := a.ApplyNotifications(ctx, edit("bob", "carol", "alice", "erin", "dave")); err != nil {
+	apply := func(ev rookery.Event) {
+		t.Helper()
+		if err := a.ApplyNotifications(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
+	apply(edit("bob", "carol", "alice", "erin", "dave"))
+	if err := a.MarkRead(rookery.WithCaller(ctx, rookery.Caller{UserID: "bob"}), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	apply(like(app.LikeCreated))
+	apply(like(app.LikeDeleted))
+	apply(edit("bob", "carol", "alice", "erin", "dave")) // both delivered again
+	apply(like(app.LikeCreated))
 	for user, want := range map[string]int{"bob": 1, "carol": 1, "dave": 1, "alice": 0, "erin": 0} {
-		if got := count(user); got != want {
+		if got := len(list(user)); got != want {
 			t.Errorf("%s has %d notifications; want %d", user, got, want)
 		}
+	}
+	if ns := list("bob"); len(ns) == 1 && !ns[0].Read {
+		t.Errorf("bob's notification, read before the event came again, is unread")
 	}
 }
 

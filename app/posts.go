@@ -130,12 +130,15 @@ func actingUser(ctx context.Context, op rookery.Op) (string, error) {
 	return c.Acting(), nil
 }
 
-// mentionsOf returns the ids of existing users named @username in text (each once, in order). A
-// mention of a user who has blocked author is Forbidden.
+// maxMentions is how many users a post may mention (notify): the first ones in its text.
+const maxMentions = 20
+
+// mentionsOf returns the ids of existing users named @username in text (each once, in order, up to
+// maxMentions). A mention of a user who has blocked author is Forbidden.
 func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string) ([]string, error) {
 	var names []string
 	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
-		if n := strings.ToLower(m[1]); !slices.Contains(names, n) && len(names) < 20 {
+		if n := strings.ToLower(m[1]); !slices.Contains(names, n) && len(names) < maxMentions {
 			names = append(names, n)
 		}
 	}
