@@ -4,11 +4,13 @@
 package pebblekit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"syscall"
+	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -38,6 +40,7 @@ func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	separateLogValues(po)
 	if c.Tune != nil {
 		c.Tune(po)
 	}
@@ -60,6 +63,36 @@ func Open(op rookery.Op, c Config) (*cpebble.DB, error) {
 		return nil, rookery.E(op, rookery.Internal, "cannot open "+c.Name, err)
 	}
 	return db, nil
+}
+
+// separateLogValues has the values of the event log's stored events (LogEvents) written to blob
+// files, which compactions pass by reference instead of rewriting; every other value stays in
+// place. The events are written once, read back from memory while their consumers keep up, and
+// kept for --event-retention (a day): in place, every compaction over them rewrote them, which
+// was much of what compactions wrote (docs/performance.md). The table's items stay in place: a
+// read of one would otherwise read a second file (blob files for every value cost more than they
+// saved). It takes effect on an engine whose format has blob files (the store's: FormatNewest).
+func separateLogValues(po *cpebble.Options) {
+	po.Experimental.ValueSeparationPolicy = func() cpebble.ValueSeparationPolicy {
+		// A compaction passes the references on however many blob files its inputs name (the
+		// default depth made every compaction out of a deep level 0 write the values again):
+		// events are read back from the sstables only by a consumer far behind. They are trimmed
+		// oldest first, so a blob file's values mostly go together, and rewriting one to reclaim
+		// its garbage is seldom worth it.
+		return cpebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1, MaxBlobReferenceDepth: 1000,
+			RewriteMinimumAge: 15 * time.Minute, TargetGarbageRatio: 0.5}
+	}
+	start, end := []byte{LogEvents}, []byte{LogEvents + 1}
+	inPlace := cpebble.SpanPolicy{ValueStoragePolicy: cpebble.ValueStorageLowReadLatency}
+	po.Experimental.SpanPolicyFunc = func(k []byte) (cpebble.SpanPolicy, []byte, error) {
+		switch {
+		case bytes.Compare(k, start) < 0:
+			return inPlace, start, nil
+		case bytes.Compare(k, end) < 0:
+			return cpebble.SpanPolicy{}, end, nil
+		}
+		return inPlace, nil, nil
+	}
 }
 
 // engineLogger passes Pebble's errors to slog and drops its informational chatter.

@@ -123,12 +123,14 @@ func tune(po *cpebble.Options) {
 	// time): fan-out writes faster (docs/performance.md).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
-	// Tables are compressed in the last level only: it holds most of the data (each level is ten
-	// times the one above) and is rewritten least. The levels above are written again by every
-	// compaction out of them, and compressing them each time cost more CPU than their size on
-	// disk is worth (docs/performance.md).
+	// Tables are compressed in the last level, which holds most of the data (each level is ten
+	// times the one above) and is rewritten least, and in level 0, where flushes write the blob
+	// files of the event log's values (pebblekit: written once, never rewritten) and what
+	// compactions then read once. The levels between are written again by every compaction out of
+	// them, and compressing them each time cost more CPU than their size on disk is worth
+	// (docs/performance.md).
 	cs := cpebble.DBCompressionFastest
-	for i := range len(cs.Levels) - 1 {
+	for i := 1; i < len(cs.Levels)-1; i++ {
 		cs.Levels[i] = block.NoCompression
 	}
 	po.ApplyCompressionSettings(func() cpebble.DBCompressionSettings { return cs })
