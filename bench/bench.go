@@ -95,10 +95,15 @@ type Config struct {
 	Graph    graph.Graph
 	Mix      map[string]float64
 	Rate     float64       // requests per second (open loop)
-	Duration time.Duration // how long to send
-	Users    string        // uniform, zipf, or followers (in proportion to followers)
-	Prefix   string        // the imported users' prefix (UserID)
-	Seed     uint64
+	Duration time.Duration // how long to send, at least (MinSamples)
+	// MinSamples, if positive, has a run send for longer than Duration where the mix's rarest
+	// operation would otherwise be expected fewer requests: a p99 of 200 requests is their second
+	// slowest, which one stall of the machine decides (a sweep's low steps: 10 s at 200/s of the
+	// dsb mix is 200 posts).
+	MinSamples int
+	Users      string // uniform, zipf, or followers (in proportion to followers)
+	Prefix     string // the imported users' prefix (UserID)
+	Seed       uint64
 	// LagSample is the share of posts whose fan-out lag is probed: up to 3 followers' feeds are
 	// read until the post is there (at most 10 s), 5 ms apart at first, then up to 50 ms; only
 	// followers whose feed the run read before count (probeLag).
@@ -187,6 +192,22 @@ func (r *recorder) record(op string, d time.Duration, status int) {
 	}
 }
 
+// sendTime is how long a run of cfg sends: Duration, or as long as it takes for the mix's rarest
+// operation to be expected MinSamples requests at Rate, whichever is longer.
+func (cfg Config) sendTime() time.Duration {
+	total, rarest := 0.0, math.Inf(1)
+	for _, w := range cfg.Mix {
+		if w > 0 {
+			total, rarest = total+w, math.Min(rarest, w)
+		}
+	}
+	if cfg.MinSamples <= 0 || total == 0 {
+		return cfg.Duration
+	}
+	need := time.Duration(float64(cfg.MinSamples) / (cfg.Rate * rarest / total) * float64(time.Second))
+	return max(cfg.Duration, need)
+}
+
 // Run runs cfg against t and returns its figures.
 func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	if cfg.Graph.Nodes == 0 {
@@ -211,10 +232,11 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	sent := int64(0)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	lastReport := start
-	bar := progress.New(cfg.Progress, "bench", int64(cfg.Duration.Seconds()), "s")
+	duration := cfg.sendTime()
+	bar := progress.New(cfg.Progress, "bench", int64(duration.Seconds()), "s")
 	for ctx.Err() == nil {
 		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second)))
-		if next.Sub(start) >= cfg.Duration {
+		if next.Sub(start) >= duration {
 			break
 		}
 		if d := time.Until(next); d > 0 {
@@ -245,7 +267,7 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 			bar.Set(int64(time.Since(start).Seconds()))
 		}
 	}
-	bar.Set(int64(cfg.Duration.Seconds()))
+	bar.Set(int64(duration.Seconds()))
 	bar.Finish()
 	sendTime := time.Since(start)
 	wg.Wait()

@@ -192,3 +192,26 @@ func TestLagProbeReadsPastNewerPosts(t *testing.T) {
 		t.Fatalf("%d probes read %d pages; each needs at least 3", lag.Count, b.pages.Load())
 	}
 }
+
+// okTarget answers every request at once.
+type okTarget struct{}
+
+func (okTarget) Do(ctx context.Context, r bench.Request) bench.Reply { return bench.Reply{Status: 200} }
+
+// A run with MinSamples sends for longer than its Duration where the mix's rarest operation would
+// get fewer requests; without it, for its Duration.
+func TestMinSamplesLengthensARun(t *testing.T) {
+	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 9, bench.OpPost: 1}, Rate: 400, Duration: 200 * time.Millisecond, Prefix: "g", Seed: 1}
+	short, err := bench.Run(context.Background(), okTarget{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MinSamples = 40 // 40 posts at 40/s: a second
+	long, err := bench.Run(context.Background(), okTarget{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if short.Duration > 0.5 || long.Duration < 0.9 || long.Ops[bench.OpPost].Count < 20 {
+		t.Fatalf("sent for %.2f s without MinSamples, %.2f s with it (%d posts)", short.Duration, long.Duration, long.Ops[bench.OpPost].Count)
+	}
+}

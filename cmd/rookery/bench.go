@@ -26,6 +26,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		rate, lagSample                   float64
 		duration, bound, warmup, drainFor time.Duration
 		steps, conns, feedLimit           int
+		minSamples                        int
 		sweepFactor                       float64
 		seed                              uint64
 		streams                           int
@@ -131,6 +132,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				if sweepFactor <= 1 {
 					return errors.New("--sweep-factor must be more than 1")
 				}
+				bc.MinSamples = minSamples
 				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps, sweepFactor)
 			} else {
 				var r bench.Result
@@ -188,6 +190,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
 	f.Float64Var(&sweepFactor, "sweep-factor", 1.2, "a sweep's rate grows by this factor each step (the knee is known to within it)")
+	f.IntVar(&minSamples, "min-samples", 500, "a step of a sweep sends longer than --duration where the mix's rarest operation would get fewer requests than this (a p99 of a few hundred is one stall's; 0: never longer)")
 	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
 	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (users, operations, texts)")
