@@ -125,7 +125,7 @@ func tune(po *cpebble.Options) {
 	po.FormatMajorVersion = cpebble.FormatNewest
 	// Tables are compressed in the last level, which holds most of the data (each level is ten
 	// times the one above) and is rewritten least, and in level 0, where flushes write the blob
-	// files of the event log's values (pebblekit: written once, never rewritten) and what
+	// files of the event log's values (pebblekit: written once, seldom rewritten) and what
 	// compactions then read once. The levels between are written again by every compaction out of
 	// them, and compressing them each time cost more CPU than their size on disk is worth
 	// (docs/performance.md).
