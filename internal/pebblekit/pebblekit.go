@@ -78,9 +78,9 @@ func options(c Config, cache *cpebble.Cache) (*cpebble.Options, string) {
 	return po, dir
 }
 
-// WALMinSyncInterval is the least time between two syncs of an engine's write-ahead log on disk.
-// At 1,000 posts/s it took a tenth off the server's CPU a post, for a quarter of a millisecond
-// more a post's median latency (docs/performance.md, session 44).
+// WALMinSyncInterval is the least time between two syncs of an engine's write-ahead log on disk:
+// a fraction of a synced request's latency, and enough for a busy server's commits to share a
+// sync (what it saves and costs is measured in docs/performance.md).
 const WALMinSyncInterval = 250 * time.Microsecond
 
 // separateLogValues has the values of the event log's stored events (LogEvents) written to blob

@@ -111,9 +111,8 @@ func Open(opts Options) (*DB, error) {
 func tune(po *cpebble.Options) {
 	// 32 MiB memtables: a post's keys that are soon overwritten or deleted (consumers' records,
 	// counters, the event log's positions) more often meet in memory and never reach a table, and
-	// each flush gives compactions twice the data to merge at once. Posts at 1,000/s cost less CPU
-	// with them than with 16 MiB (compactions wrote half as much) or 64 MiB (every insert and point
-	// read goes through a deeper skiplist): docs/performance.md, session 44.
+	// each flush gives compactions twice the data to merge at once. Larger ones cost more than they
+	// save: every insert and point read goes through a deeper skiplist (docs/performance.md).
 	po.MemTableSize = 32 << 20
 	po.MemTableStopWritesThreshold = 4
 	po.LBaseMaxBytes = 256 << 20
