@@ -237,14 +237,18 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 }
 
 // fill completes build of reader's timeline with the newest posts of everyone in following and the
-// reader's own that one pull brings completely: the entries above the pull's floor. It queries the
-// author timelines rather than the in-process cache of them: what a timeline stores must not lag
-// (a post another process made a moment ago, whose fan-out skipped this timeline, would be missing
-// above the timeline's floor for good).
+// reader's own that one pull brings completely: the entries above the pull's floor. What a
+// timeline stores must not lag: a post whose fan-out skipped this timeline (it ran before Begin)
+// and that the pull missed would be missing above the timeline's floor for good. So where another
+// process may write posts, the pull queries the author timelines, not the in-process cache of them
+// (which may lack another process's post of a moment ago). A sole writer's cache lags nothing:
+// every post is added to it after its commit, and fan-out adds it again before pushing it to any
+// timeline, so a post whose fan-out ran before Begin is in its author's cached entry, or the
+// author is not cached and is queried.
 func (a *App) fill(ctx context.Context, reader, build string, following []string) (bool, error) {
 	sources := append(slices.Clone(following), reader)
 	per := min(max(2*a.timelineCap/len(sources), 10), table.MaxQueryLimit)
-	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, true)
+	pulled, floor, err := a.authorPosts(ctx, sources, timeline.Entry{}, per, !a.soleWriter)
 	if err != nil {
 		return false, err
 	}

@@ -27,9 +27,10 @@ import (
 type recentPosts struct {
 	mu      sync.Mutex
 	authors map[string]recentEntry
+	refs    int               // the size of authors: each entry's references, and one for the entry
 	stamps  map[string]uint64 // author -> counter value of their last forget
 	counter uint64
-	epoch   uint64        // bumped when stamps is cleared (it is bounded like authors)
+	epoch   uint64        // bumped when stamps is cleared (it is bounded: recentStamps)
 	ttl     time.Duration // 0: recentTTL
 }
 
@@ -45,9 +46,16 @@ type recentEntry struct {
 const (
 	recentTTL     = time.Second
 	recentSoleTTL = time.Hour
-	recentPerUser = 50     // references kept per author
-	recentAuthors = 20_000 // authors kept; past it an arbitrary one is dropped (about 25 MB)
+	recentPerUser = 50 // references kept per author (more if a deeper first page was read)
+	// recentRefs bounds the cache's size, an entry counting its references and one for itself:
+	// past it arbitrary authors are dropped. A reference takes about 90 bytes, so at most ~45 MB;
+	// the many authors who post little cost little, and a timeline's rebuild finds them cached.
+	recentRefs   = 500_000
+	recentStamps = 40_000 // authors stamped; past it the stamps are cleared and the epoch bumped
 )
+
+// size is what e counts towards recentRefs.
+func (e recentEntry) size() int { return 1 + len(e.entries) }
 
 // get returns author's entry if it was put less than the TTL before now.
 func (c *recentPosts) get(author string, now time.Time) (recentEntry, bool) {
@@ -120,20 +128,31 @@ func (c *recentPosts) put(author string, e recentEntry, s recentStamp) {
 	if c.authors == nil {
 		c.authors = map[string]recentEntry{}
 	}
-	if len(c.authors) >= recentAuthors {
-		for k := range c.authors {
-			delete(c.authors, k)
+	c.dropLocked(author)
+	for k, old := range c.authors {
+		if c.refs+e.size() <= recentRefs {
 			break
 		}
+		delete(c.authors, k)
+		c.refs -= old.size()
 	}
 	c.authors[author] = e
+	c.refs += e.size()
+}
+
+// dropLocked removes author's entry, if any.
+func (c *recentPosts) dropLocked(author string) {
+	if old, ok := c.authors[author]; ok {
+		delete(c.authors, author)
+		c.refs -= old.size()
+	}
 }
 
 // forget drops author's entry: one of their posts was deleted.
 func (c *recentPosts) forget(author string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.authors, author)
+	c.dropLocked(author)
 	c.restampLocked(author)
 }
 
@@ -160,10 +179,11 @@ func (c *recentPosts) add(e timeline.Entry) {
 		es, complete = es[:limit], false
 	}
 	c.authors[e.AuthorID] = recentEntry{entries: es, complete: complete, at: old.at}
+	c.refs += len(es) - len(old.entries)
 }
 
 func (c *recentPosts) restampLocked(author string) {
-	if c.stamps == nil || len(c.stamps) >= 2*recentAuthors {
+	if c.stamps == nil || len(c.stamps) >= recentStamps {
 		c.stamps, c.epoch = map[string]uint64{}, c.epoch+1
 	}
 	c.counter++

@@ -97,3 +97,44 @@ func TestRecentPostsAdd(t *testing.T) {
 		t.Fatal("a query that raced an add filled the cache")
 	}
 }
+
+// TestRecentPostsBounded: the cache keeps its size (references, and one an entry) within
+// recentRefs whatever is put, added and forgotten, and counts it right; authors without posts cost
+// one each, so many fit.
+func TestRecentPostsBounded(t *testing.T) {
+	var c recentPosts
+	now := time.Now()
+	check := func() {
+		t.Helper()
+		sum := 0
+		for _, e := range c.authors {
+			sum += e.size()
+		}
+		if sum != c.refs || c.refs > recentRefs {
+			t.Fatalf("size %d counted %d; the bound is %d", sum, c.refs, recentRefs)
+		}
+	}
+	for i := range 100_000 { // authors who never posted
+		c.put(fmt.Sprint("quiet", i), recentEntry{complete: true, at: now}, c.stamp(fmt.Sprint("quiet", i)))
+	}
+	check()
+	if len(c.authors) != 100_000 {
+		t.Fatalf("%d of 100,000 authors without posts kept", len(c.authors))
+	}
+	long := make([]timeline.Entry, 100)
+	for i := range long {
+		long[i] = timeline.Entry{PostID: fmt.Sprint("p", 1000-i), At: time.UnixMilli(int64(1000 - i))}
+	}
+	for i := range 10_000 { // 1,010,000 references: past the bound
+		author := fmt.Sprint("busy", i)
+		c.put(author, recentEntry{entries: long, complete: true, at: now}, c.stamp(author))
+		if i%7 == 0 {
+			c.add(timeline.Entry{PostID: "new", AuthorID: author, At: time.UnixMilli(5000)})
+		}
+		if i%11 == 0 {
+			c.forget(author)
+		}
+		c.put(author, recentEntry{entries: long[:50], at: now}, c.stamp(author)) // replaced
+	}
+	check()
+}

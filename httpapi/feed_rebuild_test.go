@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery"
+	"github.com/rookery/rookery/table/pebble"
 	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
@@ -74,6 +75,47 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 				t.Error("the completed rebuild was not counted")
 			}
 		})
+	}
+}
+
+// TestSoleWriterRebuildsFromItsCache: on the embedded store (the table's only writer) a timeline's
+// rebuild takes the authors' newest posts from the process's cache of them, so it runs no query
+// for an author that is cached, and still has the post whose fan-out reached only the timeline that
+// was lost. Where other processes may write (DynamoDB) it queries every author.
+func TestSoleWriterRebuildsFromItsCache(t *testing.T) {
+	f, store := newFixtureWith(t, fixtureConfig{timelines: "redis"})
+	_, sole := store.Table.(*pebble.DB)
+	toks := f.register("r", "a", "b")
+	r, a, b := toks[0], toks[1], toks[2]
+	f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/r/following/b", r, ""), 200, "")
+	f.want(f.do("POST", "/v1/posts", a, `{"text":"a1"}`), 201, "")
+	time.Sleep(2 * time.Millisecond) // distinct milliseconds: the order is the posts'
+	f.want(f.do("POST", "/v1/posts", b, `{"text":"b1"}`), 201, "")
+	f.drain()
+	if got := feedTexts(f, r, 10); got != "b1,a1" { // builds r's timeline, caching a, b and r
+		t.Fatalf("feed = %s; want b1,a1", got)
+	}
+	time.Sleep(2 * time.Millisecond)
+	f.want(f.do("POST", "/v1/posts", a, `{"text":"a2"}`), 201, "")
+	f.drain()           // fan-out pushed a2 to r's timeline ...
+	f.loseTimeline("r") // ... which is lost
+
+	failure := rookery.E("test", rookery.Unavailable, "the store fails queries")
+	store.queryErr.Store(&failure)
+	got := f.do("GET", "/v1/feed", r, "")
+	store.queryErr.Store(nil)
+	if !sole {
+		f.want(got, 503, "") // every author queried
+		return
+	}
+	f.want(got, 200, "")
+	var texts []string
+	for _, it := range got.body["items"].([]any) {
+		texts = append(texts, it.(map[string]any)["text"].(string))
+	}
+	if strings.Join(texts, ",") != "a2,b1,a1" {
+		t.Fatalf("feed rebuilt from the cache = %v; want a2,b1,a1", texts)
 	}
 }
 
