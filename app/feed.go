@@ -101,30 +101,18 @@ func nonNilPosts(ps []rookery.Post) []rookery.Post {
 // in another's.
 func feedQuery(reader string) table.Query { return table.Query{PK: "feed:" + reader} }
 
-// feedCursor is the position of e in reader's feed, sealed.
+// feedCursor is the position of e (its time in ms and its post id), sealed.
 func (a *App) feedCursor(reader string, e timeline.Entry) string {
-	return a.positionCursor(feedQuery(reader), e)
+	return a.cursors.Seal(feedQuery(reader), table.Position{Key: table.Key{PK: strconv.FormatInt(e.At.UnixMilli(), 10), SK: e.PostID}})
 }
 
 func (a *App) parseFeedCursor(reader, c string) (timeline.Entry, bool) {
-	return a.openPositionCursor(feedQuery(reader), c)
-}
-
-// positionCursor is the cursor of a list of posts newest first (identified by q) whose page ended
-// at e: e's time in ms and its post id, sealed. It stays right whatever is posted or deleted
-// meanwhile, and whichever source the next page is read from.
-func (a *App) positionCursor(q table.Query, e timeline.Entry) string {
-	return a.cursors.Seal(q, table.Position{Key: table.Key{PK: strconv.FormatInt(e.At.UnixMilli(), 10), SK: e.PostID}})
-}
-
-// openPositionCursor returns the position positionCursor sealed in c for q (zero for "": the
-// first page); ok is false for a cursor that is not one of q's.
-func (a *App) openPositionCursor(q table.Query, c string) (timeline.Entry, bool) {
 	if c == "" {
 		return timeline.Entry{}, true
 	}
+	q := feedQuery(reader)
 	q.Cursor = c
-	pos, err := a.cursors.Open("app.openPositionCursor", q)
+	pos, err := a.cursors.Open("app.Feed", q)
 	if err != nil {
 		return timeline.Entry{}, false
 	}

@@ -752,8 +752,7 @@ func (a *App) removePost(ctx context.Context, old table.Item) error {
 	return err
 }
 
-// PostsByAuthor lists author's posts the caller may see, newest first. Its cursor is a position
-// (positionCursor), as the home feed's.
+// PostsByAuthor lists author's posts the caller may see, newest first.
 func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit int) (Page[rookery.Post], error) {
 	const op rookery.Op = "app.PostsByAuthor"
 	if err := checkList(op, author, limit); err != nil {
@@ -762,98 +761,12 @@ func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit in
 	if _, err := caller(ctx, op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	list := authorPostsQuery(author)
-	before, ok := a.openPositionCursor(list, cursor)
-	if !ok {
-		return Page[rookery.Post]{}, rookery.FieldErrors{{Name: "cursor", Reason: "is not a cursor of this list"}}.Err(op)
-	}
-	read := a.queryByAuthor
-	if a.soleWriter {
-		read = a.cachedByAuthor
-	}
-	items, last, err := read(ctx, author, before, limit)
+	q, err := a.table.Query(ctx, withCursor(postsByAuthorQuery(author), limit, cursor))
 	if err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	posts, err := a.hydrate(ctx, items)
-	p := Page[rookery.Post]{Items: posts}
-	if last.PostID != "" {
-		p.Next = a.positionCursor(list, last)
-	}
-	return p, err
-}
-
-// authorPostsQuery identifies author's list of posts to the cursor seal.
-func authorPostsQuery(author string) table.Query { return table.Query{PK: "posts-by:" + author} }
-
-// queryByAuthor reads up to limit of author's posts older than before (zero: from the newest)
-// from the posts-by-author index; last is the position of the page's last post if there may be
-// more after it (else zero).
-func (a *App) queryByAuthor(ctx context.Context, author string, before timeline.Entry, limit int) (items []table.Item, last timeline.Entry, err error) {
-	q := withLimit(postsByAuthorQuery(author), limit)
-	if before.PostID != "" {
-		q.SK = table.SKCond{Op: table.SKLt, Value: postIndexSK(before.PostID, before.At)}
-	}
-	p, err := a.table.Query(ctx, q)
-	if err != nil || p.Next == "" || len(p.Items) == 0 {
-		return p.Items, last, err
-	}
-	it := p.Items[len(p.Items)-1]
-	return p.Items, timeline.Entry{PostID: it.String("id"), At: time.UnixMilli(it.Int("created_at")).UTC()}, nil
-}
-
-// cachedByAuthor is queryByAuthor where this process is the table's only writer: the references
-// from the cache of authors' newest posts, which lags nothing there (recentPosts), and the posts
-// from their copies, as the home feed's.
-func (a *App) cachedByAuthor(ctx context.Context, author string, before timeline.Entry, limit int) (items []table.Item, last timeline.Entry, err error) {
-	// One more than the page: fewer means the author has no more (authorPage is complete then).
-	refs, _, err := a.authorPage(ctx, author, before, limit+1)
-	if err != nil {
-		return nil, last, err
-	}
-	if len(refs) > limit {
-		refs, last = refs[:limit], refs[limit-1]
-	}
-	ids := make([]string, len(refs))
-	for i, e := range refs {
-		ids[i] = e.PostID
-	}
-	items, err = a.postItems(ctx, ids)
-	return items, last, err
-}
-
-// postItems returns the items of the posts ids that exist, in ids' order: their copies, and the
-// others read in one batch (and kept).
-func (a *App) postItems(ctx context.Context, ids []string) ([]table.Item, error) {
-	kept := a.posts.get(ctx, ids)
-	var keys []table.Key
-	for i, c := range kept {
-		if c.item == nil {
-			keys = append(keys, postKey(ids[i]))
-		}
-	}
-	var read []table.Item
-	if len(keys) > 0 {
-		var err error
-		if read, err = a.table.BatchGet(ctx, keys); err != nil {
-			return nil, err
-		}
-	}
-	items := make([]table.Item, 0, len(ids))
-	var fresh []table.Item
-	for _, c := range kept {
-		it := c.item
-		if it == nil {
-			it, read = read[0], read[1:]
-			if it == nil {
-				continue // deleted
-			}
-			fresh = append(fresh, it)
-		}
-		items = append(items, it)
-	}
-	a.posts.keep(ctx, fresh...)
-	return items, nil
+	posts, err := a.hydrate(ctx, q.Items)
+	return Page[rookery.Post]{Items: posts, Next: q.Next}, err
 }
 
 // PostsByTag lists the posts with tag that the caller may see, newest first.
