@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +132,63 @@ func TestPostsThroughHTTP(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAuthorPostsPaging: an author's posts page to the end, newest first (by time, then id), each
+// once, with cursors that another list refuses; a post deleted is gone from the pages.
+func TestAuthorPostsPaging(t *testing.T) {
+	f, _ := newFixtureWith(t, fixtureConfig{})
+	toks := f.register("a", "r")
+	a, r := toks[0], toks[1]
+	type pos struct{ at, id string }
+	var made []pos
+	for i := range 25 {
+		reply := f.do("POST", "/v1/posts", a, fmt.Sprintf(`{"text":"post %d"}`, i))
+		f.want(reply, 201, "")
+		made = append(made, pos{reply.body["created_at"].(string), reply.body["id"].(string)})
+		if i%3 == 0 {
+			time.Sleep(2 * time.Millisecond) // some posts share a millisecond: then the id orders them
+		}
+	}
+	slices.SortFunc(made, func(x, y pos) int { // newest first: by time (RFC 3339 in UTC, ms), then id
+		return cmp.Or(strings.Compare(y.at, x.at), strings.Compare(y.id, x.id))
+	})
+	var ids []string
+	for _, p := range made {
+		ids = append(ids, p.id)
+	}
+	pages := func(limit int) (got []string, cursors []string) {
+		t.Helper()
+		cursor := ""
+		for range 100 {
+			reply := f.do("GET", fmt.Sprintf("/v1/users/a/posts?limit=%d&cursor=%s", limit, cursor), r, "")
+			f.want(reply, 200, "")
+			if page := postIDs(reply.body["items"]); page != "" {
+				got = append(got, strings.Split(page, ",")...)
+			}
+			next, ok := reply.body["next_cursor"].(string)
+			if !ok {
+				return got, cursors
+			}
+			cursors = append(cursors, next)
+			cursor = next
+		}
+		t.Fatal("paging does not end")
+		return nil, nil
+	}
+	got, cursors := pages(10)
+	if strings.Join(got, ",") != strings.Join(ids, ",") || len(cursors) != 2 {
+		t.Fatalf("pages of 10 = %v (%d cursors); want %v", got, len(cursors), ids)
+	}
+	if got, cursors := pages(25); strings.Join(got, ",") != strings.Join(ids, ",") || len(cursors) != 0 { // a full last page: no cursor
+		t.Fatalf("one page of 25 = %v (%d cursors); want %v and none", got, len(cursors), ids)
+	}
+	f.want(f.do("GET", "/v1/users/r/posts?cursor="+cursors[0], r, ""), 400, "invalid")
+	f.want(f.do("GET", "/v1/feed?cursor="+cursors[0], r, ""), 400, "invalid")
+
+	f.want(f.do("DELETE", "/v1/posts/"+ids[12], a, ""), 204, "")
+	want := slices.Delete(slices.Clone(ids), 12, 13)
+	if got, _ := pages(10); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after a delete, pages of 10 = %v; want %v", got, want)
+	}
 }
