@@ -88,6 +88,9 @@ func (a *App) DeleteUser(ctx context.Context, id string) error {
 		case err != nil:
 			return err
 		case userGone(cur):
+			// Perhaps a retry whose first attempt committed but never set the tombstone of the
+			// author's copy: set it, so that reads stop showing the user now.
+			a.authors.forget(ctx, id)
 			return nil
 		}
 		now := a.clock.Now().UTC().Truncate(time.Millisecond)

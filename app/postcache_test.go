@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/cache"
 	"github.com/rookery/rookery/events/eventstest"
 	"github.com/rookery/rookery/internal/testtable"
 	"github.com/rookery/rookery/table"
+	"github.com/rookery/rookery/timeline"
 	"github.com/rookery/rookery/timeline/tablestore"
 )
 
@@ -421,4 +424,96 @@ func checkLikedByMe(t *testing.T, a *app.App, step string, ids []string, liked m
 			t.Fatalf("%s: post %s liked_by_me %v; want %v", step, p.ID, p.LikedByMe, liked[p.ID])
 		}
 	}
+}
+
+// TestRetriedDeleteSetsTombstone: a deletion that committed but whose copy's tombstone was never set
+// (its process stopped in between, or the cache failed) leaves a copy of what it deleted in the
+// shared cache; the client's retry, which finds the post or the account gone, sets the tombstone,
+// so the feed hides what it deleted at once, before the cleanup and erasure consumers run.
+func TestRetriedDeleteSetsTombstone(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			// No consumers run: the deleted post stays in the reader's timeline, and the erasure
+			// of the deleted account does not begin, as on a deployment whose consumers lag.
+			c := &setFailingCache{Cache: cache.NewMemory(rookery.SystemClock, 10_000)}
+			tab := open(t)
+			d := app.Deps{Table: tab, Timelines: testtable.Timelines(t, tab, tablestore.Options{}), PostCacheTTL: time.Hour, Engagement: app.Engagement{Cache: c}}
+			a := newTwiceWorld(t, d).a
+			for _, u := range []string{"reader", "author", "other"} {
+				if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var posts []rookery.Post
+			for _, u := range []string{"author", "other"} {
+				if _, err := a.Follow(server, "reader", u); err != nil {
+					t.Fatal(err)
+				}
+				p, _, err := a.CreatePost(as(u), app.PostInput{Text: "by " + u})
+				if err != nil {
+					t.Fatal(err)
+				}
+				posts = append(posts, p)
+			}
+			p, q := posts[0], posts[1]
+			var entries []timeline.Entry
+			for _, p := range posts {
+				entries = append(entries, timeline.Entry{PostID: p.ID, AuthorID: p.Author.ID, At: p.CreatedAt.Time})
+			}
+			if err := d.Timelines.Create(context.Background(), "reader", entries); err != nil {
+				t.Fatal(err)
+			}
+			feedIs := func(step string, want ...string) {
+				t.Helper()
+				feed, err := a.Feed(as("reader"), "", 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range feed.Items {
+					got = append(got, p.ID)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: the feed shows %v; want %v", step, got, want)
+				}
+			}
+			feedIs("before", q.ID, p.ID) // both copies kept
+
+			c.failSets.Store(true)
+			if err := a.DeletePost(server, p.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.DeleteUser(server, "other"); err != nil {
+				t.Fatal(err)
+			}
+			c.failSets.Store(false)
+			if err := a.DeletePost(server, p.ID); !rookery.IsKind(err, rookery.NotFound) {
+				t.Fatalf("the retried deletion of the post: %v; want NotFound", err)
+			}
+			if err := a.DeleteUser(server, "other"); err != nil {
+				t.Fatalf("the retried deletion of the account: %v", err)
+			}
+			feedIs("after the retried deletions, before the consumers")
+		})
+	}
+}
+
+// setFailingCache is a cache whose sets fail while failSets is set.
+type setFailingCache struct {
+	cache.Cache
+	failSets atomic.Bool
+}
+
+func (c *setFailingCache) Set(ctx context.Context, key string, version int64, val []byte, ttl time.Duration) error {
+	if c.failSets.Load() {
+		return errors.New("the cache is unavailable")
+	}
+	return c.Cache.Set(ctx, key, version, val, ttl)
+}
+
+func (c *setFailingCache) SetMany(ctx context.Context, entries []cache.Entry, ttl time.Duration) error {
+	if c.failSets.Load() {
+		return errors.New("the cache is unavailable")
+	}
+	return c.Cache.SetMany(ctx, entries, ttl)
 }
