@@ -25,8 +25,9 @@ import (
 // reader that misses, or finds a tombstone, reads the table strongly and keeps what it read, which
 // the version keeps from replacing a newer copy. So a copy lags the table only when a writer
 // stopped (or the cache failed) between its commit and its set, and then for the copy's TTL at
-// most; a tombstone costs a table read, so an item re-created under a deleted one's key is read
-// right.
+// most, or until the client retries: a retried deletion that finds the item gone sets its
+// tombstone again (DeletePost, DeleteUser). A tombstone costs a table read, so an item re-created
+// under a deleted one's key is read right.
 type copies struct {
 	kind    string   // "post" or "author": the keys' prefix and the metric's label
 	version string   // the versioning attribute
