@@ -465,15 +465,7 @@ func TestRetriedDeleteSetsTombstone(t *testing.T) {
 			}
 			feedIs := func(step string, want ...string) {
 				t.Helper()
-				feed, err := a.Feed(as("reader"), "", 50)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, p := range feed.Items {
-					got = append(got, p.ID)
-				}
-				if !slices.Equal(got, want) {
+				if got := feedIDs(t, a, "reader"); !slices.Equal(got, want) {
 					t.Fatalf("%s: the feed shows %v; want %v", step, got, want)
 				}
 			}

@@ -722,7 +722,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 func (a *App) DeletePost(ctx context.Context, id string) error {
 	const op rookery.Op = "app.DeletePost"
 	old, err := a.postForWrite(ctx, op, id, true)
-	if rookery.IsKind(err, rookery.NotFound) && validPostID(id) {
+	if rookery.IsKind(err, rookery.NotFound) {
 		// Perhaps the retry of a deletion that committed but never set its copy's tombstone (its
 		// process stopped in between, or the cache failed): set it, if the post is gone indeed,
 		// so that the feed stops showing the copy now, not after the cleanup consumer.
