@@ -41,11 +41,15 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	}
 	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 	a.recent.add(entry) // a post made through another API process
-	author, err := a.table.Get(ctx, userKey(p.AuthorID))
-	if rookery.IsKind(err, rookery.NotFound) {
-		return nil
-	} else if err != nil {
+	// A post deleted before its fan-out (a lagging one) is not pushed: the deletion's cleanup may
+	// have run already, and would not remove it again.
+	got, err := a.table.BatchGet(ctx, []table.Key{userKey(p.AuthorID), postKey(p.PostID)})
+	if err != nil {
 		return err
+	}
+	author := got[0]
+	if author == nil || got[1] == nil {
+		return nil
 	}
 	if author.Int("follower_count") > int64(a.celebrityThreshold) {
 		if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
@@ -65,10 +69,19 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 		}
 		return a.streamPost(ctx, users, entry)
 	})
-	if err == nil && a.log.Enabled(ctx, slog.LevelDebug) {
+	if err != nil {
+		return err
+	}
+	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "readers", strings.Join(reached, " "))
 	}
-	return err
+	// Deleted while it was pushed: the cleanup's removal may have run before the last push.
+	if _, err := a.table.Get(ctx, postKey(p.PostID)); rookery.IsKind(err, rookery.NotFound) {
+		return a.timelines.RemovePost(ctx, p.PostID)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // ApplyTimelineCleanup is the cleanup consumer's handler: what a reader may no longer see leaves
@@ -151,19 +164,22 @@ func (a *App) sees(ctx context.Context, reader, author string) (bool, error) {
 
 // mergeRecent merges author's recent posts (up to followMerge) into reader's timeline, if it exists
 // (complete, or being built: a build whose pull read the follows before this one needs it too) and
-// reader still follows author, keeping it complete above its floor (timeline.Store): if author has
-// older posts too, the floor is first raised to the oldest merged one. Reads below it pull.
+// reader sees author, keeping it complete above its floor (timeline.Store): if author has older
+// posts too, the floor is first raised to the oldest merged one. Reads below it pull.
+//
+// What it read may change before it writes: a deletion, an unfollow, a mute or a block handled
+// meanwhile (events of other keys run concurrently) may have removed before the merge put back.
+// So after the merge it reads again and takes out what the reader may no longer see; a change
+// after that read comes after the merge's write, and its own removal finds the entries.
 func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
-	if _, err := a.table.Get(ctx, followKey(reader, author)); rookery.IsKind(err, rookery.NotFound) {
-		return nil // unfollowed since
-	} else if err != nil {
+	if sees, err := a.sees(ctx, reader, author); err != nil || !sees {
 		return err
 	}
 	if ok, err := a.timelines.Exists(ctx, reader); err != nil || !ok {
 		return err
 	}
 	entries, more, err := a.queryAuthorPosts(ctx, author, timeline.Entry{}, followMerge)
-	if err != nil {
+	if err != nil || len(entries) == 0 {
 		return err
 	}
 	if more {
@@ -171,7 +187,35 @@ func (a *App) mergeRecent(ctx context.Context, reader, author string) error {
 			return err
 		}
 	}
-	return a.timelines.Merge(ctx, reader, entries)
+	if err := a.timelines.Merge(ctx, reader, entries); err != nil {
+		return err
+	}
+	if sees, err := a.sees(ctx, reader, author); err != nil {
+		return err
+	} else if !sees {
+		return a.removeAuthor(ctx, reader, author)
+	}
+	return a.removeDeleted(ctx, reader, entries)
+}
+
+// removeDeleted removes from reader's timeline the entries whose posts are deleted by now.
+func (a *App) removeDeleted(ctx context.Context, reader string, entries []timeline.Entry) error {
+	keys := make([]table.Key, len(entries))
+	for i, e := range entries {
+		keys[i] = postKey(e.PostID)
+	}
+	got, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for i, it := range got {
+		if it == nil {
+			if err := a.timelines.Remove(ctx, reader, entries[i].PostID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // eachFollowerPage calls each with author's followers, pages of up to limit: newest first from the

@@ -64,7 +64,7 @@ func TestFanoutAndCleanup(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for !ok() {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out: %s", what)
+				t.Fatalf("timed out: %s; stored timelines: f1 %v, f2 %v, f3 %v, author %v", what, stored("f1"), stored("f2"), stored("f3"), stored("author"))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -265,4 +265,111 @@ func TestLateRemovalKeepsWhatIsVisibleAgain(t *testing.T) {
 	if got, want := feedIDs(t, a, "r"), []string{p2, p1, c0}; !slices.Equal(got, want) {
 		t.Fatalf("feed after a late block removal %v; want %v", got, want)
 	}
+}
+
+// changeBeforeWrite is a timeline store whose next Merge or Push first runs change: a change
+// handled by another worker between the reads of the merge or fan-out and its write.
+type changeBeforeWrite struct {
+	timeline.Store
+	change func()
+}
+
+func (s *changeBeforeWrite) run() {
+	if change := s.change; change != nil {
+		s.change = nil
+		change()
+	}
+}
+
+func (s *changeBeforeWrite) Merge(ctx context.Context, user string, entries []timeline.Entry) error {
+	s.run()
+	return s.Store.Merge(ctx, user, entries)
+}
+
+func (s *changeBeforeWrite) Push(ctx context.Context, users []string, e timeline.Entry) error {
+	s.run()
+	return s.Store.Push(ctx, users, e)
+}
+
+// newRacingWorld is a cleanupWorld over a changeBeforeWrite store, with users r and b, b's post,
+// and r's timeline built (empty).
+func newRacingWorld(t *testing.T) (c *cleanupWorld, tl *changeBeforeWrite, post string) {
+	tab := backends["pebble"](t)
+	tl = &changeBeforeWrite{Store: testtable.Timelines(t, tab, tablestore.Options{})}
+	c = &cleanupWorld{t: t, a: newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl}).a}
+	for _, u := range []string{"r", "b"} {
+		if _, _, err := c.a.PutUser(rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true}), u, app.UserInput{Username: u + "_x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post = c.post("b")
+	if got := feedIDs(t, c.a, "r"); len(got) != 0 {
+		t.Fatalf("first read %v", got)
+	}
+	return c, tl, post
+}
+
+// deletePost deletes b's post and has the cleanup consumer handle the deletion.
+func (c *cleanupWorld) deletePost(post string) {
+	c.t.Helper()
+	if err := c.a.DeletePost(c.as("b"), post); err != nil {
+		c.t.Fatal(err)
+	}
+	body, _ := json.Marshal(app.PostPayload{PostID: post, AuthorID: "b"})
+	c.apply(rookery.Event{ID: "delete", Type: app.PostDeleted, Payload: body})
+}
+
+// storedEmpty fails unless the change ran and r's stored timeline is empty.
+func storedEmpty(t *testing.T, tl *changeBeforeWrite) {
+	t.Helper()
+	page, err := tl.Page(context.Background(), "r", timeline.Entry{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.change != nil || len(page.Entries) != 0 {
+		t.Fatalf("change ran: %v; r's stored timeline %v; want it empty", tl.change == nil, page.Entries)
+	}
+}
+
+// TestMergeRacingARemoval: a follow's merge read the author's posts, and before it wrote them a
+// deletion or a block was handled (its removal found nothing to take out). The merge must not leave
+// behind what the reader may no longer see: the stored timeline would keep it for good.
+func TestMergeRacingARemoval(t *testing.T) {
+	t.Run("deletion", func(t *testing.T) {
+		c, tl, p := newRacingWorld(t)
+		c.follow("r", "b")
+		tl.change = func() { c.deletePost(p) }
+		c.apply(followEvent(app.FollowCreated, "r", "b"))
+		storedEmpty(t, tl)
+	})
+	t.Run("block", func(t *testing.T) {
+		c, tl, _ := newRacingWorld(t)
+		c.follow("r", "b")
+		tl.change = func() {
+			if err := c.a.Block(c.as("r"), "r", "b"); err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(app.RelationPayload{UserID: "r", TargetID: "b"})
+			c.apply(rookery.Event{ID: "block", Type: app.BlockCreated, Payload: body})
+		}
+		c.apply(followEvent(app.FollowCreated, "r", "b"))
+		storedEmpty(t, tl)
+	})
+}
+
+// TestFanoutRacingADeletion: a post deleted while its fan-out pushed (the cleanup's removal ran
+// before the push) must not stay in the timelines the push reached.
+func TestFanoutRacingADeletion(t *testing.T) {
+	c, tl, p := newRacingWorld(t)
+	c.follow("r", "b")
+	post, err := c.a.Post(c.as("r"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(app.PostPayload{PostID: p, AuthorID: "b", CreatedAt: post.CreatedAt})
+	tl.change = func() { c.deletePost(p) }
+	if err := c.a.ApplyFanout(context.Background(), rookery.Event{ID: "create", Type: app.PostCreated, Payload: body}); err != nil {
+		t.Fatal(err)
+	}
+	storedEmpty(t, tl)
 }
