@@ -39,7 +39,7 @@ stop
 for timelines in store redis; do
 	for run in $(seq 1 "$runs"); do
 		echo "== rookery, $timelines timelines, run $run of $runs (a fresh copy of the import)"
-		rm -rf "$work/run"; cp -a "$work/imported" "$work/run"
+		copy "$work/imported" "$work/run"
 		serve "$work/run" --timelines "$timelines" --redis-prefix "rookerybench$$-$run" # Redis timelines: none of an earlier run's
 		suffix=; [ "$run" -gt 1 ] && suffix=-$run
 		bin/rookery bench --graph "$graph" --server http://127.0.0.1:18080 --data-dir "$work/run" \

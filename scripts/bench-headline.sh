@@ -49,7 +49,7 @@ load_graph() { # graph [--symmetric]: into $work/<graph name>, with posts made b
 	stop
 }
 fresh() { # graph: a fresh copy of its import, served
-	rm -rf "$work/run"; cp -a "$work/$(basename "$1")" "$work/run"
+	copy "$work/$(basename "$1")" "$work/run"
 	serve "$work/run"
 }
 # measure name graph [flags...]: every target, RUNS times each, into $out/<name>-<target>-<n>.json.

@@ -21,5 +21,9 @@ serve() {
 	ready http://127.0.0.1:18080 "$dir.log"
 }
 
+# copy SRC DST: DST becomes a fresh copy of the data directory SRC, on disk before anything runs on
+# it, so that writing the copy back competes with no run's syncs (its own or the next target's).
+copy() { rm -rf "$2"; cp -a "$1" "$2"; sync; }
+
 # stop: stop the process started last.
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
