@@ -165,6 +165,15 @@ type ServerUsage struct {
 	// flushes and compactions) divided by the run's requests; 0 for a server without one. Less
 	// noisy than the CPU from run to run, but compactions still owed at the end are not in it.
 	EngineKiBPerRequest float64 `json:"engine_kib_per_request,omitempty"`
+	// WALSyncs is how many times that engine synced its write-ahead log over the same span, and
+	// WALSyncsSlow how many of those took longer than WALSlowMs (the largest bound of the engine's
+	// histogram up to 50 ms): a synced write waits for a sync, so each slow one holds up every
+	// write waiting on it (a POST's reply among them). WALSyncMaxMs bounds the slowest (0: over
+	// the histogram's last bound, 10 s).
+	WALSyncs     float64 `json:"wal_syncs,omitempty"`
+	WALSyncsSlow float64 `json:"wal_syncs_slow,omitempty"`
+	WALSlowMs    float64 `json:"wal_slow_ms,omitempty"`
+	WALSyncMaxMs float64 `json:"wal_sync_max_ms,omitempty"`
 }
 
 type recorder struct {
@@ -375,6 +384,12 @@ func Table(out io.Writer, r Result) {
 		engine := ""
 		if u.EngineKiBPerRequest > 0 {
 			engine = fmt.Sprintf("; its store's engine wrote %.1f KiB per request", u.EngineKiBPerRequest)
+		}
+		if u.WALSyncs > 0 {
+			engine += fmt.Sprintf(" and synced its log %.0f times, %.0f of them slower than %.1f ms", u.WALSyncs, u.WALSyncsSlow, u.WALSlowMs)
+			if u.WALSyncMaxMs > 0 {
+				engine += fmt.Sprintf(" (the slowest at most %.0f ms)", u.WALSyncMaxMs)
+			}
 		}
 		fmt.Fprintf(out, "server: %.1f s of CPU (%.2f ms per request, its events' handling included), peak RSS %.0f MiB; consumers %.0f events behind at the end, %s%s\n",
 			u.CPUSeconds, u.CPUPerRequestMs, u.PeakRSSMiB, u.BehindAtEnd, caught, engine)

@@ -145,10 +145,14 @@ func New() *Metrics {
 type EngineStats struct {
 	WALBytes, FlushedBytes, CompactedBytes, DiskBytes uint64
 	L0Tables                                          int64
+	WALSyncBounds                                     []float64
+	WALSyncCounts                                     []uint64
+	WALSyncSeconds                                    float64
 }
 
 // WatchEngine exports the figures stats returns, read once at each scrape: the bytes the embedded
-// engine wrote by kind (wal, flush, compaction), its disk use and its level-0 tables.
+// engine wrote by kind (wal, flush, compaction), its disk use, its level-0 tables and how long its
+// write-ahead log's syncs took.
 func (m *Metrics) WatchEngine(stats func() EngineStats) { m.reg.MustRegister(engineCollector(stats)) }
 
 var (
@@ -158,6 +162,8 @@ var (
 	engineDisk = prometheus.NewDesc("rookery_engine_disk_bytes", "Bytes the embedded store's engine holds on disk.", nil, nil)
 	engineL0   = prometheus.NewDesc("rookery_engine_l0_tables",
 		"Tables in level 0 of the embedded store's engine (writes stall when they pile up).", nil, nil)
+	engineWALSyncs = prometheus.NewDesc("rookery_engine_wal_sync_seconds",
+		"How long the embedded store's engine took to sync its write-ahead log: a synced commit (a request's write) waits for one.", nil, nil)
 )
 
 // engineCollector collects the engine's figures from one call of itself per scrape.
@@ -167,6 +173,7 @@ func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- engineWritten
 	ch <- engineDisk
 	ch <- engineL0
+	ch <- engineWALSyncs
 }
 
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -176,6 +183,13 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(engineDisk, prometheus.GaugeValue, float64(s.DiskBytes))
 	ch <- prometheus.MustNewConstMetric(engineL0, prometheus.GaugeValue, float64(s.L0Tables))
+	if n := len(s.WALSyncCounts); n > 0 {
+		buckets := make(map[float64]uint64, n)
+		for i, bound := range s.WALSyncBounds {
+			buckets[bound] = s.WALSyncCounts[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(engineWALSyncs, s.WALSyncCounts[n-1], s.WALSyncSeconds, buckets)
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +22,9 @@ type serverFigures struct {
 	rssBytes   float64 // process_resident_memory_bytes
 	behind     float64 // the consumer groups' lag, summed (rookery_consumer_lag_events)
 	written    float64 // the embedded engine's bytes written, every kind (rookery_engine_written_bytes_total)
+	// syncs are the engine's log syncs that took at most each bound, in seconds (the cumulative
+	// buckets of rookery_engine_wal_sync_seconds, +Inf's holding them all).
+	syncs map[float64]float64
 }
 
 func (c *apiClient) serverFigures(ctx context.Context) (serverFigures, error) {
@@ -42,6 +48,14 @@ func (c *apiClient) serverFigures(ctx context.Context) (serverFigures, error) {
 			f.behind += n
 		case strings.HasPrefix(name, "rookery_engine_written_bytes_total{"):
 			f.written += n
+		case strings.HasPrefix(name, `rookery_engine_wal_sync_seconds_bucket{le="`):
+			le, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(name, `rookery_engine_wal_sync_seconds_bucket{le="`), `"}`), 64)
+			if err == nil {
+				if f.syncs == nil {
+					f.syncs = map[float64]float64{}
+				}
+				f.syncs[le] = n
+			}
 		}
 	}
 	return f, nil
@@ -128,5 +142,30 @@ func (m *serverMeter) Stop(ctx context.Context, r *bench.Result) {
 			u.EngineKiBPerRequest = (last.written - m.start.written) / 1024 / float64(r.Requests)
 		}
 	}
+	walSyncs(u, m.start.syncs, last.syncs)
 	r.Server = u
+}
+
+// slowSync is the sync time walSyncs counts a sync slow above: the sweeps' bound on a p99.
+const slowSync = 0.050
+
+// walSyncs sets u's figures of the log syncs between the cumulative buckets before and after.
+func walSyncs(u *bench.ServerUsage, before, after map[float64]float64) {
+	bounds := slices.Sorted(maps.Keys(after))
+	if len(bounds) == 0 {
+		return
+	}
+	u.WALSyncs = after[math.Inf(1)] - before[math.Inf(1)]
+	if u.WALSyncs <= 0 {
+		return
+	}
+	for _, b := range bounds {
+		within := after[b] - before[b]
+		if b <= slowSync {
+			u.WALSlowMs, u.WALSyncsSlow = 1000*b, u.WALSyncs-within
+		}
+		if within == u.WALSyncs && u.WALSyncMaxMs == 0 && !math.IsInf(b, 1) {
+			u.WALSyncMaxMs = 1000 * b
+		}
+	}
 }

@@ -479,6 +479,9 @@ func TestHomeFeedEndToEnd(t *testing.T) {
 					t.Errorf("%s = %v, %v", m, v, err)
 				}
 			}
+			if v, err := strconv.ParseFloat(metricOf(t, srv.url, "rookery_engine_wal_sync_seconds_count"), 64); err != nil || v <= 0 {
+				t.Errorf("rookery_engine_wal_sync_seconds_count = %v, %v", v, err)
+			}
 		})
 	}
 }
@@ -578,6 +581,10 @@ func TestBenchCommand(t *testing.T) {
 	// The server's own figures: CPU (the test binary serves, so some), memory, and catching up.
 	if u := r.Server; u == nil || u.CPUSeconds <= 0 || u.CPUPerRequestMs <= 0 || u.PeakRSSMiB <= 0 || u.CaughtUpS < 0 {
 		t.Fatalf("the server's usage: %+v\n%s", u, b)
+	}
+	// Its engine's log syncs (the posts' writes are synced): how many, and the slowest's bound.
+	if u := r.Server; u.WALSyncs <= 0 || u.WALSlowMs <= 0 || u.WALSyncMaxMs <= 0 || !strings.Contains(table, "synced its log") {
+		t.Fatalf("the server's log syncs: %+v\n%s", u, table)
 	}
 	if rep := command(t, nil, "bench", "report", out, out); !strings.Contains(rep, "1.00x") || !strings.Contains(rep, "feed") {
 		t.Fatalf("report:\n%s", rep)

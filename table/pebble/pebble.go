@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	cpebble "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/internal/keylock"
@@ -147,6 +149,12 @@ type EngineStats struct {
 	CompactedBytes uint64 // written to tables by compactions
 	DiskBytes      uint64 // on disk now (tables, logs, blobs)
 	L0Tables       int64  // tables in level 0 (writes stall when too many)
+	// The write-ahead log's syncs, as a histogram: WALSyncCounts[i] syncs took at most
+	// WALSyncBounds[i] seconds (cumulative, bounds ascending, the last +Inf), WALSyncSeconds in all. A synced
+	// commit waits for one, so slow ones are the tail of a write's latency.
+	WALSyncBounds  []float64
+	WALSyncCounts  []uint64
+	WALSyncSeconds float64
 }
 
 // EngineStats returns the engine's figures now (of every user of the engine, Engine's too).
@@ -156,6 +164,17 @@ func (d *DB) EngineStats() EngineStats {
 	for _, l := range m.Levels {
 		s.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed
 		s.CompactedBytes += l.TableBytesCompacted + l.BlobBytesCompacted
+	}
+	var syncs dto.Metric
+	if h := m.LogWriter.FsyncLatency; h != nil && h.Write(&syncs) == nil {
+		// The engine times syncs in nanoseconds.
+		for _, b := range syncs.GetHistogram().GetBucket() {
+			s.WALSyncBounds = append(s.WALSyncBounds, b.GetUpperBound()/1e9)
+			s.WALSyncCounts = append(s.WALSyncCounts, b.GetCumulativeCount())
+		}
+		s.WALSyncBounds = append(s.WALSyncBounds, math.Inf(1))
+		s.WALSyncCounts = append(s.WALSyncCounts, syncs.GetHistogram().GetSampleCount())
+		s.WALSyncSeconds = syncs.GetHistogram().GetSampleSum() / 1e9
 	}
 	return s
 }
