@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -342,13 +343,18 @@ func passes(r Result, bound time.Duration) bool {
 }
 
 func worstP99(r Result) float64 {
-	worst := 0.0
-	for op, o := range r.Ops {
-		if op != OpFanout {
-			worst = math.Max(worst, o.P99)
+	_, p99 := worstOp(r)
+	return p99
+}
+
+// worstOp is r's operation with the highest p99 (the fan-out lag aside), and that p99.
+func worstOp(r Result) (name string, p99 float64) {
+	for _, op := range slices.Sorted(maps.Keys(r.Ops)) {
+		if o := r.Ops[op]; op != OpFanout && o.P99 > p99 {
+			name, p99 = op, o.P99
 		}
 	}
-	return worst
+	return name, p99
 }
 
 // Table writes r as a readable table.

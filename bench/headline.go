@@ -130,6 +130,11 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			}
 		}
 		fmt.Fprintf(out, "| %s dsb capacity (p99 ≤ %v, errors ≤ 1%%) | %s |  | - |\n", g.label, bound, strings.Join(cells, " | "))
+		if ends := failedSteps(runs[prefix+"rookery"], bound); ends != "" {
+			cells := make([]string, len(HeadlineTargets))
+			cells[0] = ends
+			fmt.Fprintf(out, "| ... what ended Rookery's sweep | %s |  | - |\n", strings.Join(cells, " | "))
+		}
 		// The ratios, run by run (Rookery's run n against the baseline's run n). A Rookery run
 		// whose first step failed counts as 0. A sweep that never failed gives a lower bound of
 		// its knee, and a baseline's whose first step failed an upper bound (that step's rate): the
@@ -209,6 +214,31 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 	row("... server CPU per post", "posts-", server(func(s *ServerUsage) float64 { return s.CPUPerRequestMs }), "ms", 1, "≤ 1 ms")
 	row("... peak RSS", "posts-", server(func(s *ServerUsage) float64 { return s.PeakRSSMiB * 1.048576 }), "MB", 548, "≤ 548 MB")
 	return nil
+}
+
+// failedSteps says, for each run, the step that ended its sweep: its rate, its worst p99 (or its
+// errors), and how many of the server's log syncs over it were slow (a disk that stalls decides
+// the p99 of the writes that wait for their sync).
+func failedSteps(runs map[int]RunFile, bound time.Duration) string {
+	var ends []string
+	for _, k := range slices.Sorted(maps.Keys(runs)) {
+		for _, res := range runs[k].Results {
+			if passes(res, bound) {
+				continue
+			}
+			op, p99 := worstOp(res)
+			end := fmt.Sprintf("%s/s: %s p99 %s ms", num(res.TargetRate), op, num(p99))
+			if res.ErrorRate > 0.01 {
+				end = fmt.Sprintf("%s/s: %.1f%% errors", num(res.TargetRate), 100*res.ErrorRate)
+			}
+			if u := res.Server; u != nil && u.WALSyncs > 0 {
+				end += fmt.Sprintf(", %.0f of %.0f log syncs over %s ms", u.WALSyncsSlow, u.WALSyncs, num(u.WALSlowMs))
+			}
+			ends = append(ends, end)
+			break
+		}
+	}
+	return strings.Join(ends, "; ")
 }
 
 // kneeBound says what a sweep's knee (kneeOf) is.

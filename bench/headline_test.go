@@ -64,6 +64,9 @@ func TestHeadline(t *testing.T) {
 		"| Reed98 capacity, Rookery / postgres front | 3.00 x |  |  |  | ≥ 2.5x | yes |",
 		"| Reed98 capacity, Rookery / redis-list front | 0.83 x |  |  |  | ≥ 0.7x | yes |",
 		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1200 [1200-1200] /s (a run's sweep never failed: its knee is higher) (a run failed its first step, 1000/s: its knee is lower) | 400 [400-400] /s (a run failed its first step, 400/s: its knee is lower) |",
+		// The step that ended each Rookery sweep (run 1 of soc-Epinions1 never failed).
+		"| ... what ended Rookery's sweep | 1440/s: feed p99 80.0 ms |  |  |  |  | - |",
+		"| ... what ended Rookery's sweep | 1000/s: feed p99 90.0 ms; 1440/s: feed p99 90.0 ms |",
 		// Run 3: the baseline's knee is below 400/s, so the ratio is at least 1200/400.
 		"| soc-Epinions1 capacity, Rookery / postgres front | 3.00 [0.00-3.00] x (some runs' bounds: a sweep never failed, or a baseline's failed its first step) |  |  |  | ≥ 2.5x | **no** |",
 	)
@@ -88,14 +91,17 @@ func TestHeadline(t *testing.T) {
 	// is a lower bound, and decides the target when it is above it (session 42's soc-Epinions1
 	// PostgreSQL front failed 200/s at once, beside Rookery's knee of 597/s).
 	dir = t.TempDir()
-	write("capacity-epinions-rookery-1.json", step(500, 10), step(600, 20), step(720, 90)) // 600
-	write("capacity-epinions-postgres-1.json", step(200, 90))                              // < 200
-	write("capacity-reed98-rookery-1.json", step(400, 10), step(480, 20), step(576, 90))   // 480
-	write("capacity-reed98-postgres-1.json", step(400, 90))                                // < 400
-	write("capacity-reed98-redis-list-1.json", step(400, 90))                              // < 400
-	write("capacity-epinions-redis-list-1.json", step(800, 90))                            // < 800
+	synced := step(720, 90) // its writes waited for slow log syncs
+	synced.Server = &ServerUsage{WALSyncs: 1195, WALSyncsSlow: 10, WALSlowMs: 43.9}
+	write("capacity-epinions-rookery-1.json", step(500, 10), step(600, 20), synced)      // 600
+	write("capacity-epinions-postgres-1.json", step(200, 90))                            // < 200
+	write("capacity-reed98-rookery-1.json", step(400, 10), step(480, 20), step(576, 90)) // 480
+	write("capacity-reed98-postgres-1.json", step(400, 90))                              // < 400
+	write("capacity-reed98-redis-list-1.json", step(400, 90))                            // < 400
+	write("capacity-epinions-redis-list-1.json", step(800, 90))                          // < 800
 	check(
 		"| soc-Epinions1 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 600 /s | (a run failed its first step, 200/s: its knee is lower) |",
+		"| ... what ended Rookery's sweep | 720/s: feed p99 90.0 ms, 10 of 1195 log syncs over 43.9 ms |",
 		"| soc-Epinions1 capacity, Rookery / postgres front | ≥ 3.00 x |  |  |  | ≥ 2.5x | yes |",
 		"| Reed98 capacity, Rookery / postgres front | ≥ 1.20 x |  |  |  | ≥ 2.5x | - |",
 		"| Reed98 capacity, Rookery / redis-list front | ≥ 1.20 x |  |  |  | ≥ 0.7x | yes |",
