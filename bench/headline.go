@@ -23,6 +23,9 @@ import (
 // postgres and redis-list are the baselines behind their HTTP front (rookery bench front), fixed
 // the front's fixed reply: the floor of HTTP on the machine.
 
+// DiskFile is the file of a headline's directory that holds the disk probe's figures (DiskSyncs).
+const DiskFile = "disk.json"
+
 // HeadlineTargets are the columns of the headline table, in order.
 var HeadlineTargets = []string{"rookery", "postgres", "redis-list", "fixed"}
 
@@ -36,6 +39,9 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 		return err
 	}
 	for _, n := range names {
+		if filepath.Base(n) == DiskFile {
+			continue
+		}
 		b, err := os.ReadFile(n)
 		if err != nil {
 			return err
@@ -89,6 +95,13 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 	p50 := func(o *OpResult) float64 { return o.P50 }
 	p99 := func(o *OpResult) float64 { return o.P99 }
 
+	if b, err := os.ReadFile(filepath.Join(dir, DiskFile)); err == nil {
+		var d DiskSyncs
+		if err := json.Unmarshal(b, &d); err != nil {
+			return fmt.Errorf("%s: %w", DiskFile, err)
+		}
+		fmt.Fprintf(out, "The disk under the runs (`rookery bench disk`): %s.\n\n", d)
+	}
 	fmt.Fprintf(out, "| measure | %s | target | holds |\n", strings.Join(HeadlineTargets, " | "))
 	fmt.Fprintf(out, "|---|%s---|---|\n", strings.Repeat("---|", len(HeadlineTargets)))
 	// row writes one measure: each target's median [range], and whether Rookery's every run meets

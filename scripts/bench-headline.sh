@@ -30,6 +30,9 @@ go build -o bin/rookery ./cmd/rookery
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 # shellcheck source=lib/bench.sh
 . scripts/lib/bench.sh
+# The disk the runs write to, alone first: a synced commit (a POST) waits for the disk's syncs, and
+# on some hosts they stall for hundreds of milliseconds whatever runs.
+bin/rookery bench disk --dir "$work" --duration 20s --out "$out/disk.json"
 front() { # target graph [flags...]: loads the graph into the baseline, then serves it on 18090
 	local target=$1 graph=$2; shift 2
 	bin/rookery bench front --target "$target" --graph "$graph" --data-dir "$work/$(basename "$graph")" \

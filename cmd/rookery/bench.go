@@ -213,6 +213,32 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	}
 	headline.Flags().DurationVar(&headlineBound, "p99-bound", 50*time.Millisecond, "the p99 bound the capacity sweeps were run with")
 	cmd.AddCommand(headline)
+	var diskDir, diskOut string
+	var diskFor time.Duration
+	disk := &cobra.Command{
+		Use:   "disk",
+		Short: "How long this disk takes to sync a small write, again and again (what a synced commit waits for): p50, p99, the slowest, and how many stalled",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r, err := bench.ProbeDisk(c.Context(), diskDir, diskFor, stderr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "disk (%s): %s\n", diskDir, r)
+			if diskOut == "" {
+				return nil
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(diskOut, b, 0o644)
+		},
+	}
+	disk.Flags().StringVar(&diskOut, "out", "", "also write the figures as JSON to this file (scripts/bench-headline.sh: "+bench.DiskFile+" beside the runs)")
+	disk.Flags().StringVar(&diskDir, "dir", ".", "a directory on the disk to probe (the server's --data-dir)")
+	disk.Flags().DurationVar(&diskFor, "duration", 20*time.Second, "how long to probe")
+	cmd.AddCommand(disk)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "report BASELINE.json RUN.json...",
 		Short: "Compare runs written by --out: p50 and p99 per operation, as ratios to the first file",

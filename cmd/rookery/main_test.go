@@ -589,6 +589,14 @@ func TestBenchCommand(t *testing.T) {
 	if rep := command(t, nil, "bench", "report", out, out); !strings.Contains(rep, "1.00x") || !strings.Contains(rep, "feed") {
 		t.Fatalf("report:\n%s", rep)
 	}
+	// The disk probe: one line, and its figures for the headline.
+	diskOut := filepath.Join(dir, "disk.json")
+	if line := command(t, nil, "bench", "disk", "--dir", dir, "--duration", "200ms", "--out", diskOut); !strings.Contains(line, "syncs of 4 KiB writes") {
+		t.Fatalf("bench disk: %s", line)
+	}
+	if b, err := os.ReadFile(diskOut); err != nil || !strings.Contains(string(b), `"p99_ms"`) {
+		t.Fatalf("bench disk --out: %s, %v", b, err)
+	}
 	// A sweep whose every step passes has not reached the knee.
 	sw := command(t, nil, "bench", "--graph", g, "--server", srv.url, "--data-dir", dir,
 		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
