@@ -38,16 +38,17 @@ func decode(r *http.Request, v any) error {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err == nil {
-		err = unknownFields(op, body, v)
-	}
-	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields() // nested objects; the top level was checked by name above
+		dec.DisallowUnknownFields()
 		if err = dec.Decode(v); err == nil {
 			if dec.More() || dec.Decode(&struct{}{}) != io.EOF {
 				return rookery.E(op, rookery.Invalid, "the body must hold exactly one JSON value")
 			}
 			return nil
+		}
+		// Unknown top-level fields are reported first, every one by name (the decoder names one).
+		if uerr := unknownFields(op, body, v); uerr != nil {
+			return uerr
 		}
 	}
 	var maxErr *http.MaxBytesError

@@ -413,6 +413,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"an unknown field", `{"username":"alice","colour":"red"}`, 400, "invalid", "colour"},
 		{"a field of the wrong type", `{"username":42}`, 400, "invalid", "username"},
+		// Unknown fields are named before other errors, wherever they are in the body.
+		{"an unknown field after a wrong type", `{"username":42,"colour":"red"}`, 400, "invalid", "colour"},
+		{"two unknown fields", `{"size":1,"colour":"red","username":"alice"}`, 400, "invalid", "colour"},
 		{"a username too short", `{"username":"al"}`, 400, "invalid", "username"},
 		{"a username with a separator", `{"username":"al#ce"}`, 400, "invalid", "username"},
 		{"an unknown time zone", `{"username":"alice","timezone":"Mars/Olympus"}`, 400, "invalid", "timezone"},

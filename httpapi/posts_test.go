@@ -117,6 +117,8 @@ func TestPostsThroughHTTP(t *testing.T) {
 			t.Errorf("%s: fields %v; want %s", name, r.body["fields"], c.field)
 		}
 	}
+	// An unknown key in a nested object is refused too (the decoder finds it; it is not named).
+	f.want(f.do("POST", "/v1/posts", alice, `{"text":"x","media":[{"id":"m1","type":"image","colour":"red"}]}`), 400, "invalid")
 	f.want(f.do("GET", "/v1/posts/bad%23id", alice, ""), 400, "invalid")
 	f.want(f.do("POST", "/v1/posts", server, `{"text":"whose?"}`), 400, "invalid")
 	if r := f.do("POST", "/v1/posts", server, `{"text":"for carol"}`, "X-On-Behalf-Of", "carol"); r.status != 201 || r.body["author"].(map[string]any)["id"] != "carol" {
