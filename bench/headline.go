@@ -148,13 +148,12 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			cells[0] = ends
 			fmt.Fprintf(out, "| ... what ended Rookery's sweep | %s |  | - |\n", strings.Join(cells, " | "))
 		}
-		// The ratios, run by run (Rookery's run n against the baseline's run n). A Rookery run
-		// whose first step failed counts as 0. A sweep that never failed gives a lower bound of
-		// its knee, and a baseline's whose first step failed an upper bound (that step's rate): the
-		// ratio is then a lower bound (Rookery's sweep never failed, or the baseline's failed at
-		// once) or an upper bound (the baseline's never failed), and a target holds or fails only
-		// where the bound decides it; with both kinds, or both sweeps failing at once, the run says
-		// nothing.
+		// The ratios, run by run (Rookery's run n against the baseline's run n). A sweep that
+		// never failed gives a lower bound of its knee, and one whose first step failed an upper
+		// bound (that step's rate, not reached): the ratio is then a lower bound (Rookery's sweep
+		// never failed, or the baseline's failed at once) or an upper bound (the baseline's never
+		// failed, or Rookery's failed at once), and a target holds or fails only where the bound
+		// decides it; with both kinds, or both sweeps failing at once, the run says nothing.
 		for _, base := range []struct {
 			name string
 			min  float64
@@ -172,25 +171,26 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 				if bk == 0 || bb == kneeBelow && rb == kneeBelow {
 					continue
 				}
-				if rb == kneeBelow {
-					rk = 0
-				}
-				bLow, bHigh, rLow := bb == kneeAtLeast, bb == kneeBelow, rb == kneeAtLeast
+				// rHigh: Rookery's knee is below rk, so the ratio is below r (not equal to it).
+				lower := rb == kneeAtLeast || bb == kneeBelow
+				rHigh := rb == kneeBelow
+				upper := bb == kneeAtLeast || rHigh
 				r := rk / bk
 				switch {
-				case (rLow || bHigh) && bLow:
+				case lower && upper:
 					continue
-				case rLow || bHigh:
+				case lower:
 					atLeast++
 					if r < base.min {
 						undecided++
 					}
-				case bLow:
+				case upper:
 					atMost++
-					if r >= base.min {
+					below := r < base.min || rHigh && r <= base.min
+					if !below {
 						undecided++
 					}
-					fails = fails || r < base.min
+					fails = fails || below
 				default:
 					fails = fails || r < base.min
 				}
@@ -213,7 +213,7 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			case atMost == len(ratios) && atMost > 0:
 				cells[0] = "≤ " + cells[0]
 			case atLeast+atMost > 0:
-				cells[0] += " (some runs' bounds: a sweep never failed, or a baseline's failed its first step)"
+				cells[0] += " (some runs' bounds: a sweep never failed, or one failed its first step)"
 			}
 			fmt.Fprintf(out, "| %s capacity, Rookery / %s front | %s | ≥ %.1fx | %s |\n", g.label, base.name, strings.Join(cells, " | "), base.min, holds)
 		}
