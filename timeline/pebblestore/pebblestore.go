@@ -287,7 +287,9 @@ func (s *Store) readHead(user string, upper []byte, n int) (*head, error) {
 	}
 	defer it.Close()
 	h := &head{}
-	if !it.SeekGE(markerKey(user)) || !bytes.Equal(it.Key(), markerKey(user)) {
+	// A prefix seek: the bloom filters pass over every file without the marker, so a reader
+	// without a timeline (most readers' first read, on a large graph) costs no seek through them.
+	if !it.SeekPrefixGE(markerKey(user)) || !bytes.Equal(it.Key(), markerKey(user)) {
 		return h, it.Error()
 	}
 	v, err := it.ValueAndErr()
@@ -423,6 +425,9 @@ func (s *Store) reset(user string, m mark, entries []timeline.Entry) error {
 		return err
 	}
 	s.markers.set(user, m.exp)
+	if len(entries) == 0 { // Begin's: the batch deleted every entry; nothing to trim
+		return s.syncLog()
+	}
 	return s.trimOrSync(user)
 }
 
