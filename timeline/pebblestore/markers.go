@@ -53,6 +53,17 @@ func (c *markerCache) lookup(users []string, vals []int64) (missing []int, gen u
 	return missing, c.gen
 }
 
+// none tells whether the cache knows that user has no marker: it is complete and holds no value
+// of theirs (or 0).
+func (c *markerCache) none(user string) bool {
+	if c.max <= 0 {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.complete && c.m[user] == 0
+}
+
 // load fills an empty cache with each marker that next yields (user, expiry), and makes it
 // complete if they all fit. Call it before the Store writes anything.
 func (c *markerCache) load(next func() (user string, exp int64, ok bool, err error)) error {

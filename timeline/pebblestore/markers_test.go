@@ -76,9 +76,16 @@ func TestMarkerCacheLoad(t *testing.T) {
 	if got := cached(c, "a", "x"); !slices.Equal(got, []int64{5, 0}) {
 		t.Fatalf("loaded whole: a x = %v; want [5 0] (x has no marker)", got)
 	}
+	c.set("b", 0) // b's timeline deleted
+	if !c.none("x") || !c.none("b") || c.none("a") {
+		t.Fatalf("loaded whole: none(x, b, a) = %v %v %v; want true true false", c.none("x"), c.none("b"), c.none("a"))
+	}
 	c.set("d", 7) // the fourth value: the cache empties itself and knows nothing of the others
 	if got := cached(c, "a", "d", "x"); !slices.Equal(got, []int64{-1, 7, -1}) {
 		t.Fatalf("after emptying, a d x = %v; want [-1 7 -1] (-1: not cached)", got)
+	}
+	if c.none("x") {
+		t.Fatal("after emptying, none(x) = true; the cache no longer knows")
 	}
 
 	c = newMarkerCache(3)
@@ -87,5 +94,8 @@ func TestMarkerCacheLoad(t *testing.T) {
 	}
 	if got := cached(c, "a", "d", "x"); !slices.Equal(got, []int64{5, -1, -1}) {
 		t.Fatalf("loaded in part: a d x = %v; want [5 -1 -1]", got)
+	}
+	if c.none("x") {
+		t.Fatal("loaded in part: none(x) = true; the cache does not know")
 	}
 }

@@ -167,9 +167,9 @@ func (s *Store) loadMarkers() error {
 	})
 }
 
-// Forget drops what the Store remembers of user's timeline (its marker and head), and reads them
-// from the engine again: for a test or tool that deleted user's marker in the engine behind the
-// Store's back (as the marker's expiry or a lost engine would).
+// Forget tells the Store that user's marker is gone from the engine: for a test or tool that
+// deleted it behind the Store's back (as the marker's expiry or a lost engine would). The Store
+// drops the timeline's head and keeps "no marker" for the user.
 func (s *Store) Forget(user string) {
 	defer s.locks.Lock(user)()
 	s.markers.set(user, 0)
@@ -278,6 +278,11 @@ func (s *Store) Page(ctx context.Context, user string, before timeline.Entry, li
 // readHead reads user's marker and up to n of the newest entries below upper (nil: all), stopping
 // at the floor and the TTL's cutoff.
 func (s *Store) readHead(user string, upper []byte, n int) (*head, error) {
+	if s.markers.none(user) {
+		// No timeline (most readers' first read, on a large graph): nothing to seek. A marker
+		// committed since reads as if the read had come first (its commit drops the cached head).
+		return &head{}, nil
+	}
 	// The marker through the same iterator as the entries: one view, so the floor and the entries
 	// agree (a trim cuts entries and raises the floor in one batch). Bounded to the marker first,
 	// then to the entries (SetBounds keeps the view): each seek loads only what its bounds overlap.
