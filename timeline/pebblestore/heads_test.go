@@ -208,3 +208,83 @@ func TestHeadCacheReadsArePushed(t *testing.T) {
 	close(done)
 	readers.Wait()
 }
+
+// TestHeadCacheRacingRemovals: pushes racing removals of their posts and authors, and readers
+// filling heads meanwhile, leave no head showing an entry the engine no longer has (a push adds to
+// a head only if no other write touched its shard since the push began). Once the writers stop,
+// every first page of the store equals one read by a store without heads on the same engine.
+func TestHeadCacheRacingRemovals(t *testing.T) {
+	db := openStore(t, rookery.SystemClock)
+	s := open(t, db, pebblestore.Options{SweepEvery: -1})
+	users := []string{"u1", "u2", "u3", "u4", "u5", "u6"}
+	for _, u := range users {
+		if err := s.Create(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Minute)
+	entry := func(n int) timeline.Entry {
+		return timeline.Entry{PostID: fmt.Sprintf("P%05d", n), AuthorID: fmt.Sprintf("A%d", n%4), At: t0.Add(time.Duration(n) * time.Millisecond)}
+	}
+	const posts = 1000
+	stop := make(chan struct{})
+	var readers, writers sync.WaitGroup
+	for r := range 3 {
+		readers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Page(ctx, users[(r+i)%len(users)], timeline.Entry{}, 20); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	writers.Go(func() {
+		for n := range posts {
+			if err := s.Push(ctx, users, entry(n)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	writers.Go(func() { // removes posts just pushed, or about to be
+		for n := 0; n < posts; n += 3 {
+			if err := s.RemovePost(ctx, entry(n).PostID); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	writers.Go(func() {
+		for i := range posts / 10 {
+			if err := s.RemoveAuthor(ctx, users[i%len(users)], fmt.Sprintf("A%d", i%4)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	plain := open(t, db, pebblestore.Options{SweepEvery: -1, HeadCache: -1})
+	for _, u := range users {
+		for _, limit := range []int{20, 50} {
+			got, err := s.Page(ctx, u, timeline.Entry{}, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plain.Page(ctx, u, timeline.Entry{}, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Entries, want.Entries) {
+				t.Errorf("%s's first page of %d: with heads %v, from the engine %v", u, limit, got.Entries, want.Entries)
+			}
+		}
+	}
+}

@@ -62,9 +62,12 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	b := s.db.NewBatch()
 	defer b.Close()
 	setEntries(b, live, e)
-	if err := s.commit(b, cpebble.NoSync, live...); err != nil {
+	others := s.heads.pushStart(live)
+	if err := b.Commit(cpebble.NoSync); err != nil {
+		s.heads.drop(live...) // it may have written
 		return internal(op, err)
 	}
+	s.heads.pushed(live, others, e)
 	for _, u := range trim {
 		if err := s.trim(u, cpebble.NoSync); err != nil {
 			return internal(op, err)
