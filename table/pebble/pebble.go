@@ -716,10 +716,13 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		return table.Page{}, rookery.E(op, rookery.Internal, err)
 	}
 	defer iter.Close()
-	step := iter.Next
-	valid := iter.First()
+	// One seek, at the end the page starts from: a seek positions every level's iterator.
+	var step func() bool
+	var valid bool
 	if q.Desc {
 		step, valid = iter.Prev, iter.Last()
+	} else {
+		step, valid = iter.Next, iter.First()
 	}
 	// KeysOnly decodes only each item's TTL, to tell expired ones, and reads the keys from the
 	// engine keys (past the prefix): for an index, ISK PK SK; for the base table, SK. A projection
