@@ -210,9 +210,10 @@ func TestHeadCacheReadsArePushed(t *testing.T) {
 }
 
 // TestHeadCacheRacingRemovals: pushes racing removals of their posts and authors, and readers
-// filling heads meanwhile, leave no head showing an entry the engine no longer has (a push adds to
-// a head only if no other write touched its shard since the push began). Once the writers stop,
-// every first page of the store equals one read by a store without heads on the same engine.
+// filling heads meanwhile, leave the heads coherent: once the writers stop, every first page of the
+// store equals one read by a store without heads on the same engine. (The interleaving that needs
+// the push's shard check is too narrow to hit here reliably; TestHeadCachePushAfterRemoval plays it
+// step by step.)
 func TestHeadCacheRacingRemovals(t *testing.T) {
 	db := openStore(t, rookery.SystemClock)
 	s := open(t, db, pebblestore.Options{SweepEvery: -1})
