@@ -79,6 +79,11 @@ type Log struct {
 	shared bool // db is Options.Engine: not the log's to close
 	parts  int
 	clock  rookery.Clock
+	// idlePoll is how often a waiting Next looks for work no one woke it for: a wall clock's
+	// deadlines are waited for exactly, and every change wakes the group, so its poll is only a
+	// safety net (idle subscriptions, a hundred or more in a server, cost CPU with each look); a
+	// test's clock may move without waking anyone.
+	idlePoll time.Duration
 
 	stop   chan struct{}  // closed by Close: the offset flusher and the trimmer end
 	loops  sync.WaitGroup // the offset flusher and the trimmer
@@ -109,8 +114,9 @@ var _ events.Log = (*Log)(nil)
 // Open opens (creating if needed) the log that opts describe.
 func Open(opts Options) (*Log, error) {
 	const op rookery.Op = "embedded.Open"
+	idlePoll := 100 * time.Millisecond
 	if opts.Clock == nil {
-		opts.Clock = rookery.SystemClock
+		opts.Clock, idlePoll = rookery.SystemClock, time.Second
 	}
 	if opts.Partitions <= 0 {
 		opts.Partitions = 16
@@ -135,7 +141,7 @@ func Open(opts Options) (*Log, error) {
 	if opts.TrimEvery == 0 {
 		opts.TrimEvery = time.Minute
 	}
-	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, retain: opts.Retain, groups: map[string]*group{}, done: make(chan struct{}),
+	l := &Log{db: db, shared: opts.Engine != nil, clock: opts.Clock, idlePoll: idlePoll, retain: opts.Retain, groups: map[string]*group{}, done: make(chan struct{}),
 		receives: map[string]map[string]bool{}}
 	for g, types := range opts.Groups {
 		if types == nil {

@@ -185,9 +185,9 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 			}
 			return d, nil
 		}
-		// Wait for a change, for the earliest retry or ack deadline, or at most 100 ms (a clock
-		// under test may move without waking anyone).
-		timer := time.NewTimer(min(wait, 100*time.Millisecond))
+		// Wait for a change (every change that may make a delivery ready wakes the group), or for
+		// the earliest retry or ack deadline, looking again at least every idlePoll.
+		timer := time.NewTimer(min(wait, s.l.idlePoll))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
