@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,7 +178,8 @@ func (r *Runner) Run(ctx context.Context, c Consumer) error {
 		go func() {
 			defer wg.Done()
 			defer s.Close()
-			w.loop(ctx, s)
+			// Profiles (rookery serve --pprof-addr) attribute the consumers' CPU to their groups.
+			pprof.Do(ctx, pprof.Labels("consumer", c.Group), func(ctx context.Context) { w.loop(ctx, s) })
 		}()
 	}
 	wg.Wait()

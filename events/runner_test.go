@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,6 +163,31 @@ func TestRunnerSurvivesPanics(t *testing.T) {
 	var dl []events.DeadLetter
 	eventually(t, "the panic dead-lettered", func() bool { dl, _ = l.DeadLetters(context.Background(), "panic", "", 10); return len(dl) == 1 })
 	eventually(t, "the other event processed", func() bool { n, _, _ := l.Lag(context.Background(), "panic"); return n == 0 })
+}
+
+// TestHandlersCarryTheGroupsProfilerLabel: a handler runs under the profiler label consumer=<group>
+// (and what it starts inherits it), so a CPU profile of rookery serve splits the consumers' work by
+// group.
+func TestHandlersCarryTheGroupsProfilerLabel(t *testing.T) {
+	l := newLog(t)
+	appendN(t, l, 3, 3)
+	var mu sync.Mutex
+	var labels []string
+	start(t, l, events.Consumer{Group: "labelled", Handle: func(ctx context.Context, _ rookery.Event) error {
+		v, _ := pprof.Label(ctx, "consumer")
+		mu.Lock()
+		labels = append(labels, v)
+		mu.Unlock()
+		return nil
+	}}, nil)
+	eventually(t, "every event handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(labels) == 3 })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range labels {
+		if v != "labelled" {
+			t.Fatalf("a handler ran with the label consumer=%q; want %q", v, "labelled")
+		}
+	}
 }
 
 func TestCircuitBreakerStopsPulling(t *testing.T) {
