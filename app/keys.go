@@ -145,10 +145,14 @@ var Schema = table.Schema{Indexes: []table.Index{gsi1, gsi2, gsi3, gsi4}}
 // store can (table.Index.KeysOnly; the embedded store): a notification or a follow is then one
 // copy of its attributes, not three, and reading a list of keys reads only keys. So are the
 // leaderboards: their entries are rewritten with every score and streak change (three scores a
-// post) and read a short page at a time behind a cache, each item then read from the base.
+// post) and read a short page at a time behind a cache, each item then read from the base. An
+// author's posts are kept with the two attributes a timeline entry needs (queryAuthorPosts, which
+// the read path's pulls, rebuilds and merges use): a post is about a kilobyte, and a full copy
+// doubled what each post and each change of its counts wrote (docs/performance.md).
 var (
 	gsi1 = table.Index{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", // following; posts by author
-		KeysOnly: []string{followingPK(""), likedByPK(""), commentsByPK(""), notifiedByPK("")}}
+		KeysOnly:  []string{followingPK(""), likedByPK(""), commentsByPK(""), notifiedByPK("")},
+		Projected: []table.Projection{{Prefix: postsByAuthorPK(""), Attributes: entryAttributes}}}
 	gsi2 = table.Index{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK", // posts by tag; unread; boards
 		KeysOnly: []string{unreadPK(""), streakBoardPrefix, authorBoardPrefix}}
 	gsi3 = table.Index{Name: "GSI3", PK: "GSI3PK", SK: "GSI3SK", // followers; likes of a post

@@ -769,12 +769,58 @@ func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit in
 	if _, err := caller(ctx, op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	q, err := a.table.Query(ctx, withCursor(postsByAuthorQuery(author), limit, cursor))
+	q := withCursor(postsByAuthorQuery(author), limit, cursor)
+	if !a.billedReads {
+		// The embedded store keeps an entry's attributes alone in this index (gsi1's projection):
+		// the page's posts are read by id, from their copies where kept, as the home feed's are.
+		// (DynamoDB's index holds whole posts, and reading them again by id would bill a read each.)
+		q.Attributes = entryAttributes
+	}
+	page, err := a.table.Query(ctx, q)
 	if err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	posts, err := a.hydrate(ctx, q.Items)
-	return Page[rookery.Post]{Items: posts, Next: q.Next}, err
+	items := page.Items
+	if !a.billedReads {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = it.String("id")
+		}
+		if items, err = a.postItems(ctx, ids); err != nil {
+			return Page[rookery.Post]{}, err
+		}
+	}
+	posts, err := a.hydrate(ctx, items)
+	return Page[rookery.Post]{Items: posts, Next: page.Next}, err
+}
+
+// postItems returns the posts ids that exist, in ids' order: their copies where kept, the others
+// read in batches (and kept).
+func (a *App) postItems(ctx context.Context, ids []string) ([]table.Item, error) {
+	items := make([]table.Item, len(ids))
+	var keys []table.Key
+	var at []int // the index in ids of each key read
+	for i, c := range a.posts.get(ctx, ids) {
+		if c.item != nil {
+			items[i] = c.item
+		} else {
+			keys, at = append(keys, postKey(ids[i])), append(at, i)
+		}
+	}
+	var read []table.Item
+	for start := 0; start < len(keys); start += table.MaxBatchGet {
+		got, err := a.table.BatchGet(ctx, keys[start:min(len(keys), start+table.MaxBatchGet)])
+		if err != nil {
+			return nil, err
+		}
+		for j, it := range got {
+			if it != nil {
+				items[at[start+j]], read = it, append(read, it)
+			}
+		}
+	}
+	a.posts.keep(ctx, read...)
+	return slices.DeleteFunc(items, func(it table.Item) bool { return it == nil }), nil
 }
 
 // PostsByTag lists the posts with tag that the caller may see, newest first.

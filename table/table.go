@@ -35,6 +35,7 @@ package table
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -104,6 +105,20 @@ type Index struct {
 	// table. It suits partitions written far more often than their items are read through the
 	// index. A store may ignore it (the DynamoDB store projects every attribute everywhere).
 	KeysOnly []string
+	// Projected names index partitions (by prefixes of their partition key) whose entries a store
+	// may keep with a few of the items' attributes, as DynamoDB's INCLUDE projection does for a
+	// whole index: a query of such a partition returns what it would with full copies, answered
+	// from the entries when it asks for a projection (Query.Attributes) within theirs, and with
+	// its items read from the table otherwise. It suits partitions of large items listed through
+	// the index by a few attributes. A store may ignore it, as it may KeysOnly.
+	Projected []Projection
+}
+
+// Projection is a partition of an index whose entries keep Attributes besides the keys (the
+// table's and the index's) and the TTL.
+type Projection struct {
+	Prefix     string // of the partition keys
+	Attributes []string
 }
 
 // KeysOnlyPartition reports whether the index's partition pk is one KeysOnly names.
@@ -114,6 +129,35 @@ func (ix Index) KeysOnlyPartition(pk string) bool {
 		}
 	}
 	return false
+}
+
+// ProjectionOf returns the attributes the entries of the index's partition pk keep besides the
+// keys and the TTL, if Projected names it.
+func (ix Index) ProjectionOf(pk string) ([]string, bool) {
+	for _, p := range ix.Projected {
+		if strings.HasPrefix(pk, p.Prefix) {
+			return p.Attributes, true
+		}
+	}
+	return nil, false
+}
+
+// Covers reports whether the entries of the index's partition pk answer a query of it for attrs:
+// the partition is not projected, or attrs is a projection (not empty) within the entries'.
+func (ix Index) Covers(pk string, attrs []string) bool {
+	kept, ok := ix.ProjectionOf(pk)
+	if !ok {
+		return true
+	}
+	if len(attrs) == 0 {
+		return false
+	}
+	for _, a := range attrs {
+		if !slices.Contains(kept, a) && a != PK && a != SK && a != TTL && a != ix.PK && a != ix.SK {
+			return false
+		}
+	}
+	return true
 }
 
 // Schema lists a table's secondary indexes. The schema itself (which entity uses which index) is

@@ -617,6 +617,8 @@ func (d *DB) replace(b *cpebble.Batch, k table.Key, old, next table.Item) error 
 			v := val
 			if ix.KeysOnlyPartition(ipk) {
 				v = keysOnlyEntry(next)
+			} else if attrs, ok := ix.ProjectionOf(ipk); ok {
+				v = projectedEntry(ix, next, attrs)
 			}
 			if err := b.Set(indexKey(ix.Name, ipk, isk, k), v, nil); err != nil {
 				return err
@@ -653,6 +655,18 @@ func keysOnlyEntry(it table.Item) []byte {
 
 // noTTLEntry is keysOnlyEntry of an item without a TTL: an empty item (a batch copies what it sets).
 var noTTLEntry = table.AppendItem(nil, table.Item{})
+
+// projectedEntry is the index entry of item it in a projected partition of ix (table.Projection):
+// its keys, the index's, its TTL and attrs, those it has.
+func projectedEntry(ix table.Index, it table.Item, attrs []string) []byte {
+	kept := make(table.Item, len(attrs)+5)
+	for _, a := range append([]string{table.PK, table.SK, ix.PK, ix.SK, table.TTL}, attrs...) {
+		if v, ok := it[a]; ok {
+			kept[a] = v
+		}
+	}
+	return table.AppendItem(nil, kept)
+}
 
 func indexKeyOf(ix table.Index, it table.Item) (ipk, isk string, ok bool) {
 	ipk, ok1 := it[ix.PK].(string)
@@ -701,11 +715,14 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if bytes.Compare(lower, upper) >= 0 {
 		return page, nil
 	}
-	// Entries of a keys-only partition hold no item (keysOnlyEntry): a query that wants items reads
-	// each from the base, through a snapshot so that the page is of one moment, as a page of full
-	// copies is. Entries written before the partition was keys-only are full copies still.
+	// Entries of a keys-only partition hold no item (keysOnlyEntry), and those of a projected one
+	// a few attributes (projectedEntry): a query that wants items, or attributes the entries lack,
+	// reads each from the base (fromBase: every entry of a projected partition; of a keys-only one,
+	// those that are no full copies, written before it was keys-only), through a snapshot so that
+	// the page is of one moment, as a page of full copies is.
 	var r cpebble.Reader = d.db
-	refs := ix.KeysOnlyPartition(q.PK) && !q.KeysOnly
+	fromBase := !q.KeysOnly && !ix.Covers(q.PK, q.Attributes)
+	refs := fromBase || ix.KeysOnlyPartition(q.PK) && !q.KeysOnly
 	if refs {
 		snap := d.db.NewSnapshot()
 		defer snap.Close()
@@ -745,8 +762,10 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		if err != nil {
 			return table.Page{}, rookery.E(op, rookery.Internal, err)
 		}
-		it, err := table.DecodeItem(v, keep...)
-		if err == nil && refs && it[table.PK] == nil {
+		var it table.Item
+		if fromBase {
+			it, err = itemOf(r, iter.Key()[len(prefix):], keep)
+		} else if it, err = table.DecodeItem(v, keep...); err == nil && refs && it[table.PK] == nil {
 			it, err = itemOf(r, iter.Key()[len(prefix):], keep)
 		}
 		if err != nil {

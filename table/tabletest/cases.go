@@ -713,13 +713,15 @@ func testProjection(e *env) {
 	e.wantKind("a projection with an empty name", err, rookery.Invalid)
 }
 
-func testKeysOnlyPartition(e *env) {
-	// Every item twice, alike but for its keys: once in a partition of full copies (FULL), once in
-	// one kept as keys only (LEAN#a). Every kind of query of both must answer alike, before and
-	// after the items change, move, leave the index and expire.
+func testLeanPartitions(e *env) {
+	// Every item three times, alike but for its keys: in a partition of full copies (FULL), in one
+	// kept as keys only (LEAN#a) and in one kept with attribute n alone (PROJ#a). Every kind of
+	// query of each must answer as of FULL, before and after the items change, move, leave the
+	// index and expire.
 	now := e.clock.Now().Unix()
+	sides := []string{"FULL", "LEAN#a", "PROJ#a"}
 	both := func(sk string, attrs ...any) {
-		for _, side := range []string{"FULL", "LEAN#a"} {
+		for _, side := range sides {
 			it := item(side+"#item", sk, attrs...)
 			it["GSI1PK"] = side
 			e.put(it)
@@ -740,32 +742,35 @@ func testKeysOnlyPartition(e *env) {
 		both(sk, attrs...)
 	}
 	update := func(sk string, u table.Update) {
-		for _, side := range []string{"FULL", "LEAN#a"} {
+		for _, side := range sides {
 			if _, err := e.tab.Update(ctx, key(side+"#item", sk), u); err != nil {
 				e.t.Fatal(err)
 			}
 		}
 	}
-	// The lean side's answer, with its keys written as the full side's.
-	asFull := func(it table.Item) table.Item {
+	// A lean side's answer, with its keys written as the full side's.
+	asFull := func(side string, it table.Item) table.Item {
 		out := maps.Clone(it)
 		for _, a := range []string{table.PK, "GSI1PK"} {
 			if s, ok := out[a].(string); ok {
-				out[a] = strings.Replace(s, "LEAN#a", "FULL", 1)
+				out[a] = strings.Replace(s, side, "FULL", 1)
 			}
 		}
 		return out
 	}
 	check := func(stage string, n int) {
 		for _, desc := range []bool{false, true} {
-			for _, shape := range []string{"full", "projected", "keys"} {
-				e.eventually("keys-only partition, "+stage, func() error {
-					var answers [2][]table.Item
-					for i, side := range []string{"FULL", "LEAN#a"} {
+			// "uncovered" asks for an attribute the projected side's entries lack.
+			for _, shape := range []string{"full", "projected", "uncovered", "keys"} {
+				e.eventually("lean partitions, "+stage, func() error {
+					answers := make([][]table.Item, len(sides))
+					for i, side := range sides {
 						q := table.Query{Index: "GSI1", PK: side, Desc: desc, Limit: 3}
 						switch shape {
 						case "projected":
 							q.Attributes = []string{"n", table.TTL}
+						case "uncovered":
+							q.Attributes = []string{"n", "text"}
 						case "keys":
 							q.KeysOnly = true
 						}
@@ -775,10 +780,10 @@ func testKeysOnlyPartition(e *env) {
 							}
 							p := e.query(q)
 							for _, it := range p.Items {
-								answers[i] = append(answers[i], asFull(it))
+								answers[i] = append(answers[i], asFull(side, it))
 							}
 							for _, k := range p.Keys {
-								answers[i] = append(answers[i], asFull(item(k.PK, k.SK)))
+								answers[i] = append(answers[i], asFull(side, item(k.PK, k.SK)))
 							}
 							if p.Next == "" {
 								break
@@ -789,8 +794,10 @@ func testKeysOnlyPartition(e *env) {
 					if len(answers[0]) != n {
 						return fmt.Errorf("the full partition's %s query (desc %v) has %d items, not %d", shape, desc, len(answers[0]), n)
 					}
-					if diff := cmp.Diff(answers[0], answers[1]); diff != "" {
-						return fmt.Errorf("%s query (desc %v) of the full partition (-) and the keys-only one (+):\n%s", shape, desc, diff)
+					for i := 1; i < len(sides); i++ {
+						if diff := cmp.Diff(answers[0], answers[i]); diff != "" {
+							return fmt.Errorf("%s query (desc %v) of the full partition (-) and %s (+):\n%s", shape, desc, sides[i], diff)
+						}
 					}
 					return nil
 				})
@@ -801,13 +808,15 @@ func testKeysOnlyPartition(e *env) {
 	update("00", table.Update{Set: map[string]any{"text": "changed", "GSI1SK": "t09"}, Add: map[string]int64{"n": 10}})
 	update("01", table.Update{Remove: []string{"GSI1SK"}}) // leaves the index
 	update("05", table.Update{Set: map[string]any{table.TTL: now + 3600}})
-	if _, err := e.tab.Update(ctx, key("LEAN#a#item", "06"), table.Update{Set: map[string]any{"GSI1PK": "LEAN#b"}}); err != nil {
-		e.t.Fatal(err)
+	for _, lean := range []string{"LEAN", "PROJ"} {
+		if _, err := e.tab.Update(ctx, key(lean+"#a#item", "06"), table.Update{Set: map[string]any{"GSI1PK": lean + "#b"}}); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	if _, err := e.tab.Update(ctx, key("FULL#item", "06"), table.Update{Set: map[string]any{"GSI1PK": "ELSEWHERE"}}); err != nil {
 		e.t.Fatal(err)
 	}
-	for _, side := range []string{"FULL", "LEAN#a"} {
+	for _, side := range sides {
 		if err := e.tab.Delete(ctx, key(side+"#item", "07")); err != nil {
 			e.t.Fatal(err)
 		}
@@ -816,14 +825,16 @@ func testKeysOnlyPartition(e *env) {
 	check("after updates, a move, a removal and a delete", 5)
 	e.clock.Advance(61 * time.Second)
 	check("after an expiry", 4)
-	// The moved item is in its new keys-only partition, whole.
-	e.eventually("moved to another keys-only partition", func() error {
-		p := e.query(table.Query{Index: "GSI1", PK: "LEAN#b"})
-		if len(p.Items) != 1 || p.Items[0].String("text") != strings.Repeat("y", 300) || p.Items[0].String("GSI1PK") != "LEAN#b" {
-			return fmt.Errorf("LEAN#b holds %v", p.Items)
-		}
-		return nil
-	})
+	// The moved items are in their new lean partitions, whole.
+	for _, pk := range []string{"LEAN#b", "PROJ#b"} {
+		e.eventually("moved to another lean partition", func() error {
+			p := e.query(table.Query{Index: "GSI1", PK: pk})
+			if len(p.Items) != 1 || p.Items[0].String("text") != strings.Repeat("y", 300) || p.Items[0].String("GSI1PK") != pk {
+				return fmt.Errorf("%s holds %v", pk, p.Items)
+			}
+			return nil
+		})
+	}
 }
 
 func testBadCursors(e *env) {

@@ -19,9 +19,10 @@ import (
 )
 
 // Schema is the schema the suite's tables have: two sparse indexes, the first with partitions
-// kept as keys only (those starting "LEAN#").
+// kept as keys only (those starting "LEAN#") and with attribute n alone (those starting "PROJ#").
 var Schema = table.Schema{Indexes: []table.Index{
-	{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", KeysOnly: []string{"LEAN#"}},
+	{Name: "GSI1", PK: "GSI1PK", SK: "GSI1SK", KeysOnly: []string{"LEAN#"},
+		Projected: []table.Projection{{Prefix: "PROJ#", Attributes: []string{"n"}}}},
 	{Name: "GSI2", PK: "GSI2PK", SK: "GSI2SK"},
 }}
 
@@ -73,7 +74,7 @@ func Run(t *testing.T, open Factory) {
 		{"query of a secondary index is sparse and follows updates", testIndexQuery},
 		{"a keys-only query returns the keys of what the full query returns", testKeysOnly},
 		{"a projected query returns the asked attributes and the keys of what the full query returns", testProjection},
-		{"a partition kept as keys only answers every query as one of full copies", testKeysOnlyPartition},
+		{"partitions kept as keys only or projected answer every query as ones of full copies", testLeanPartitions},
 		{"tampered, foreign and malformed cursors are invalid", testBadCursors},
 		{"paging while items are inserted concurrently neither repeats nor skips", testCursorConcurrentInserts},
 		{"a transaction writes all or nothing and names the failed condition", testTransactAtomic},
