@@ -794,7 +794,7 @@ func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit in
 	return Page[rookery.Post]{Items: posts, Next: page.Next}, err
 }
 
-// postItems returns the posts ids that exist, in ids' order: their copies where kept, the others
+// postItems returns the posts of ids that exist, in ids' order: their copies where kept, the others
 // read in batches (and kept).
 func (a *App) postItems(ctx context.Context, ids []string) ([]table.Item, error) {
 	items := make([]table.Item, len(ids))

@@ -716,10 +716,10 @@ func (d *DB) Query(ctx context.Context, q table.Query) (table.Page, error) {
 		return page, nil
 	}
 	// Entries of a keys-only partition hold no item (keysOnlyEntry), and those of a projected one
-	// a few attributes (projectedEntry): a query that wants items, or attributes the entries lack,
-	// reads each from the base (fromBase: every entry of a projected partition; of a keys-only one,
-	// those that are no full copies, written before it was keys-only), through a snapshot so that
-	// the page is of one moment, as a page of full copies is.
+	// a few attributes (projectedEntry). A query that wants items, or attributes the entries lack,
+	// reads them from the base through a snapshot, so that the page is of one moment as a page of
+	// full copies is: every entry of a projected partition (fromBase), and those of a keys-only one
+	// that hold no item (entries written before it was keys-only are full copies still).
 	var r cpebble.Reader = d.db
 	fromBase := !q.KeysOnly && !ix.Covers(q.PK, q.Attributes)
 	refs := fromBase || ix.KeysOnlyPartition(q.PK) && !q.KeysOnly
