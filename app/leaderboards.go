@@ -343,7 +343,7 @@ func (k *keptScores) drop(keys []table.Key) {
 func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyLeaderboards"
 	applied := appliedKey(LeaderboardsGroup, ev.ID)
-	record := table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))
+	record := a.appliedRecord(ctx, LeaderboardsGroup, ev.ID)
 	switch ev.Type {
 	case PostCreated:
 		var p PostPayload
@@ -354,7 +354,7 @@ func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 		// and never removed (a deletion marks it), so a redelivery, or a PostCreated after the
 		// post's PostDeleted, finds it and scores nothing.
 		post := boardPostKey(p.PostID)
-		counted := table.PutWrite(table.Item{table.PK: post.PK, table.SK: post.SK, "author_id": p.AuthorID, "created_at": p.CreatedAt.UnixMilli()}, table.NotExists(table.PK))
+		counted := putNew(ctx, table.Item{table.PK: post.PK, table.SK: post.SK, "author_id": p.AuthorID, "created_at": p.CreatedAt.UnixMilli()})
 		return a.scoreTx(ctx, counted, func() ([]table.Write, error) { return nil, nil }, p.AuthorID, p.CreatedAt.Time, 1, 0)
 	case LikeCreated, LikeDeleted:
 		var p LikePayload

@@ -156,8 +156,7 @@ func (a *App) createNotices(ctx context.Context, eventID string, news []newNotic
 	if len(news) == 0 {
 		return nil
 	}
-	applied := appliedKey(NotificationsGroup, eventID)
-	writes := []table.Write{table.PutWrite(table.Item{table.PK: applied.PK, table.SK: applied.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}, table.NotExists(table.PK))}
+	writes := []table.Write{a.appliedRecord(ctx, NotificationsGroup, eventID)}
 	var p NotificationsPayload
 	for _, nn := range news {
 		writes, p.Notifications = append(writes, nn.writes...), append(p.Notifications, nn.payload)

@@ -80,6 +80,33 @@ type Delivery interface {
 	Nak(ctx context.Context, delay time.Duration) error
 }
 
+// A FirstDelivery is a Delivery that may know that its event was never delivered to its group
+// before (a log keeping its groups' deliveries in the consumers' process: events/embedded). The
+// Runner tells the handler (IsFirstDelivery) and keeps the event's redeliveries from running
+// beside it.
+type FirstDelivery interface {
+	Delivery
+	// First reports whether no earlier delivery of the event to the group can have been handled,
+	// in this process or before it started.
+	First() bool
+}
+
+type firstKey struct{}
+
+// IsFirstDelivery reports whether ctx is a handler's whose event no handling of its group came
+// before, nor runs beside it (FirstDelivery): an applied record the group keeps for the event
+// cannot exist yet, so the handler may write it without reading for it first. Always false for a
+// log that cannot tell, and outside a handler.
+func IsFirstDelivery(ctx context.Context) bool {
+	v, _ := ctx.Value(firstKey{}).(bool)
+	return v
+}
+
+// withFirstDelivery marks ctx for IsFirstDelivery.
+func withFirstDelivery(ctx context.Context) context.Context {
+	return context.WithValue(ctx, firstKey{}, true)
+}
+
 // DeadLetter is an event a consumer group gave up on, with the reason.
 type DeadLetter struct {
 	Event    rookery.Event `json:"event"`

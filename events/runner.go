@@ -202,6 +202,10 @@ type worker struct {
 	mu        sync.Mutex
 	failures  int       // consecutive Unavailable failures
 	openUntil time.Time // the breaker is open until then
+	// firsts holds the events being handled on a first delivery (IsFirstDelivery), by id, each
+	// with a channel closed when that handling ends: a redelivery of one (its ack wait passed)
+	// waits for it, so that its handler finds what the first one wrote.
+	firsts map[string]chan struct{}
 }
 
 func (w *worker) loop(ctx context.Context, s Subscription) {
@@ -234,6 +238,21 @@ func (w *worker) handle(ctx context.Context, d Delivery, waited bool) {
 			w.log.Warn("ack failed; the event will be delivered again", "event", ev.ID, "err", err)
 		}
 		return
+	}
+	first := false
+	if fd, ok := d.(FirstDelivery); ok && fd.First() {
+		done := w.handlingFirst(ev.ID)
+		// Asked again once noted: a redelivery handed out before the note would not have waited
+		// for this handling, and the log says then that this delivery is no longer the first.
+		if first = fd.First(); first {
+			defer done()
+			ctx = withFirstDelivery(ctx)
+		} else {
+			done()
+		}
+	}
+	if !first && !w.afterFirst(ctx, ev.ID) {
+		return // not acked: delivered again
 	}
 	if w.yield != nil && w.c.Background {
 		release, ok := w.yield.wait(ctx, w.clock.Now())
@@ -305,6 +324,44 @@ func safeCall(ctx context.Context, h Handler, ev rookery.Event) (err error) {
 		}
 	}()
 	return h(ctx, ev)
+}
+
+// handlingFirst notes that the event with id is being handled on its first delivery, until the
+// returned func is called.
+func (w *worker) handlingFirst(id string) (done func()) {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	if w.firsts == nil {
+		w.firsts = map[string]chan struct{}{}
+	}
+	w.firsts[id] = ch
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		if w.firsts[id] == ch {
+			delete(w.firsts, id)
+		}
+		w.mu.Unlock()
+		close(ch)
+	}
+}
+
+// afterFirst waits until no first delivery of the event with id is being handled; it returns
+// false if ctx ended first.
+func (w *worker) afterFirst(ctx context.Context, id string) bool {
+	w.mu.Lock()
+	ch := w.firsts[id]
+	w.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	w.log.Warn("an event was delivered again while its first delivery is still being handled; waiting for it", "event", id)
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (w *worker) succeeded() {

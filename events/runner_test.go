@@ -329,3 +329,60 @@ func TestBackgroundYields(t *testing.T) {
 		t.Fatalf("while late foreground events found it idle, at most %d background event was handled at once; want several", m)
 	}
 }
+
+// A handler on an event's first delivery is told so (IsFirstDelivery), and a redelivery of that
+// event (its ack wait passed while the handler ran) waits for it to end: the redelivery's handler
+// must find what the first one wrote.
+func TestRedeliveryWaitsForTheFirstHandling(t *testing.T) {
+	l := newLog(t)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	defer let() // before the runner stops (start's cleanup), even if the test fails first
+	type call struct {
+		first      bool
+		start, end time.Time
+	}
+	var mu sync.Mutex
+	var calls []call
+	start(t, l, events.Consumer{Group: "g", Concurrency: 2, AckWait: 100 * time.Millisecond, Handle: func(ctx context.Context, ev rookery.Event) error {
+		c := call{first: events.IsFirstDelivery(ctx), start: time.Now()}
+		mu.Lock()
+		n := len(calls)
+		calls = append(calls, c)
+		mu.Unlock()
+		if n == 0 {
+			<-release // past the ack wait: the log delivers the event again meanwhile
+		}
+		mu.Lock()
+		calls[n].end = time.Now()
+		mu.Unlock()
+		return nil
+	}}, nil)
+	appendN(t, l, 1, 1)
+	time.Sleep(500 * time.Millisecond) // five ack waits
+	mu.Lock()
+	if len(calls) != 1 {
+		t.Fatalf("%d handlings began while the first delivery's was under way; want 1", len(calls))
+	}
+	mu.Unlock()
+	let()
+	// The redeliveries' own ack waits may pass while they wait: more than one may run after it.
+	eventually(t, "the event acked", func() bool { n, _, _ := l.Lag(context.Background(), "g"); return n == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 2 || !calls[0].first {
+		t.Fatalf("%d handlings, the first with IsFirstDelivery %v; want 2 or more, true", len(calls), len(calls) > 0 && calls[0].first)
+	}
+	for _, c := range calls[1:] {
+		if c.first {
+			t.Fatal("a redelivery's handler was told IsFirstDelivery")
+		}
+		if c.start.Before(calls[0].end) {
+			t.Fatal("a redelivery's handling began before the first delivery's ended")
+		}
+	}
+	if events.IsFirstDelivery(context.Background()) {
+		t.Fatal("IsFirstDelivery outside a handler")
+	}
+}

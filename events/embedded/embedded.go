@@ -102,7 +102,10 @@ type Log struct {
 	closed bool
 	next   []uint64
 	first  []uint64 // per partition: the oldest offset not trimmed (a new group starts there)
-	tails  []tail   // per partition: the latest events, so that groups keeping up read no engine
+	// opened is each partition's next offset when the log opened: the events from there on were
+	// appended by this process, and none was delivered before it started (delivery.First).
+	opened []uint64
+	tails  []tail // per partition: the latest events, so that groups keeping up read no engine
 	groups map[string]*group
 	done   chan struct{} // closed when the log is
 	// receives maps a group named in Options.Groups to the event types it receives.
@@ -247,6 +250,7 @@ func (l *Log) load(parts int) error {
 	l.next = make([]uint64, parts)
 	defer func() {
 		l.reserved = append([]uint64(nil), l.next...)
+		l.opened = append([]uint64(nil), l.next...)
 		l.tails = make([]tail, parts)
 		for p := range parts {
 			l.tails[p].base = l.next[p]

@@ -153,12 +153,30 @@ type subscription struct {
 type delivery struct {
 	s       *subscription
 	part    int
+	offset  uint64 // of ev in the partition (the replay queue: none)
 	gen     uint64
 	ev      rookery.Event
 	attempt int
 }
 
+var _ events.FirstDelivery = (*delivery)(nil)
+
 func (d *delivery) Event() rookery.Event { return d.ev }
+
+// First implements events.FirstDelivery: the event was appended since the log opened (no process
+// before this one delivered it), this is its first delivery to the group (a retry, a delivery
+// after an ack wait passed or a subscription closed, and a replay are not), and it was not handed
+// out again since.
+func (d *delivery) First() bool {
+	l := d.s.l
+	if d.attempt != 1 || d.part >= l.parts {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := &d.s.g.parts[d.part]
+	return d.offset >= l.opened[d.part] && ps.inFlight && ps.gen == d.gen
+}
 
 func (d *delivery) Attempt() int { return d.attempt }
 
@@ -226,7 +244,11 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 		ps.attempts++
 		s.held[p] = ps.gen
 		s.rr = (p + 1) % n
-		return &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}, 0, nil
+		d := &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}
+		if p < l.parts {
+			d.offset = g.committed[p]
+		}
+		return d, 0, nil
 	}
 	return nil, wait, nil
 }

@@ -75,3 +75,11 @@ func (d *duplicate) Event() rookery.Event                     { return d.r.ev }
 func (d *duplicate) Attempt() int                             { return d.r.attempt }
 func (d *duplicate) Ack(context.Context) error                { return nil }
 func (d *duplicate) Nak(context.Context, time.Duration) error { return nil }
+
+// First passes on whether the log knows this to be the event's first delivery (the duplicate is
+// not one), so that a consumer's idempotency is proved with the writes it makes on a first
+// delivery (events.IsFirstDelivery) too.
+func (f *first) First() bool {
+	fd, ok := f.Delivery.(events.FirstDelivery)
+	return ok && fd.First()
+}
