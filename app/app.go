@@ -276,12 +276,12 @@ func (a *App) Consumers() []events.Consumer {
 	// the live streams and webhooks are behind, they yield the CPU to them (events.Runner.YieldAfter).
 	cs := []events.Consumer{
 		// Concurrency lets increments of one hot post meet in one batch (hotCounters).
-		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32, Background: true},
-		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16, Background: true},
+		{Group: CountersGroup, Handle: a.ApplyCounts, Concurrency: 32, Background: true, FirstDeliveries: true},
+		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16, Background: true, FirstDeliveries: true},
 		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
 		// user take turns on their streak record in a process (record), so more do not collide.
 		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16, Background: true},
-		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4, Background: true},
+		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4, Background: true, FirstDeliveries: true},
 		// Webhooks are live delivery too (the app's backend reacting at once, a push on a mention, say).
 		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
 		// One read per creating event (is a party to it deleted?), and accounts' erasure.

@@ -50,6 +50,10 @@ type Consumer struct {
 	// Runner.YieldAfter): work that may wait (counts, notifications, leaderboards) yields the CPU to
 	// work whose delay users see at once (home feeds, live streams).
 	Background bool
+	// FirstDeliveries says that Handle asks IsFirstDelivery. Only then does the Runner ask the log
+	// (FirstDelivery) and keep a redelivery of an event from running beside its first delivery's
+	// handling: the other consumers pay nothing for it.
+	FirstDeliveries bool
 }
 
 // Outcome is what happened to one delivery, as reported to a Stats function.
@@ -240,7 +244,7 @@ func (w *worker) handle(ctx context.Context, d Delivery, waited bool) {
 		return
 	}
 	first := false
-	if fd, ok := d.(FirstDelivery); ok && fd.First() {
+	if fd, ok := d.(FirstDelivery); ok && w.c.FirstDeliveries && fd.First() {
 		done := w.handlingFirst(ev.ID)
 		// Asked again once noted: a redelivery handed out before the note would not have waited
 		// for this handling, and the log says then that this delivery is no longer the first.
@@ -251,7 +255,7 @@ func (w *worker) handle(ctx context.Context, d Delivery, waited bool) {
 			done()
 		}
 	}
-	if !first && !w.afterFirst(ctx, ev.ID) {
+	if w.c.FirstDeliveries && !first && !w.afterFirst(ctx, ev.ID) {
 		return // not acked: delivered again
 	}
 	if w.yield != nil && w.c.Background {

@@ -345,7 +345,7 @@ func TestRedeliveryWaitsForTheFirstHandling(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var calls []call
-	start(t, l, events.Consumer{Group: "g", Concurrency: 2, AckWait: 100 * time.Millisecond, Handle: func(ctx context.Context, ev rookery.Event) error {
+	start(t, l, events.Consumer{Group: "g", Concurrency: 2, AckWait: 100 * time.Millisecond, FirstDeliveries: true, Handle: func(ctx context.Context, ev rookery.Event) error {
 		c := call{first: events.IsFirstDelivery(ctx), start: time.Now()}
 		mu.Lock()
 		n := len(calls)

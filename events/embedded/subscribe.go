@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -59,7 +60,8 @@ type partState struct {
 	deliveredAt time.Time
 	ackWait     time.Duration
 	notBefore   time.Time
-	replayKey   []byte // for the replay queue: the key of the entry in flight
+	replayKey   []byte    // for the replay queue: the key of the entry in flight
+	current     *delivery // the delivery in flight, while one is
 }
 
 // tail is a partition's latest appended events, up to its next offset, kept in memory as they are
@@ -153,10 +155,12 @@ type subscription struct {
 type delivery struct {
 	s       *subscription
 	part    int
-	offset  uint64 // of ev in the partition (the replay queue: none)
 	gen     uint64
 	ev      rookery.Event
 	attempt int
+	first   bool // the event's first delivery to the group (First)
+	// superseded is set when the event is handed out again while this delivery is in flight.
+	superseded atomic.Bool
 }
 
 var _ events.FirstDelivery = (*delivery)(nil)
@@ -166,17 +170,8 @@ func (d *delivery) Event() rookery.Event { return d.ev }
 // First implements events.FirstDelivery: the event was appended since the log opened (no process
 // before this one delivered it), this is its first delivery to the group (a retry, a delivery
 // after an ack wait passed or a subscription closed, and a replay are not), and it was not handed
-// out again since.
-func (d *delivery) First() bool {
-	l := d.s.l
-	if d.attempt != 1 || d.part >= l.parts {
-		return false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ps := &d.s.g.parts[d.part]
-	return d.offset >= l.opened[d.part] && ps.inFlight && ps.gen == d.gen
-}
+// out again since. It takes no lock: the Runner asks it for every delivery.
+func (d *delivery) First() bool { return d.first && !d.superseded.Load() }
 
 func (d *delivery) Attempt() int { return d.attempt }
 
@@ -231,7 +226,10 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 			wait = min(wait, d)
 			continue
 		}
-		ps.inFlight = false // if it was, the consumer is presumed dead: deliver again
+		if ps.inFlight { // the consumer is presumed dead: deliver again
+			ps.current.superseded.Store(true)
+		}
+		ps.inFlight = false
 		ev, replayKey, ok, err := l.headLocked(g, p)
 		if err != nil {
 			return nil, 0, err
@@ -245,9 +243,10 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 		s.held[p] = ps.gen
 		s.rr = (p + 1) % n
 		d := &delivery{s: s, part: p, gen: ps.gen, ev: ev, attempt: ps.attempts}
-		if p < l.parts {
-			d.offset = g.committed[p]
-		}
+		// Appended since the log opened (no process before this one delivered it) and delivered
+		// for the first time (not a retry, nor again after an ack wait or a closed subscription).
+		d.first = p < l.parts && ps.attempts == 1 && g.committed[p] >= l.opened[p]
+		ps.current = d
 		return d, 0, nil
 	}
 	return nil, wait, nil
@@ -371,7 +370,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 	} else if err := l.db.Delete(ps.replayKey, cpebble.Sync); err != nil {
 		return rookery.E(op, rookery.Internal, err)
 	}
-	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey = false, 0, time.Time{}, nil
+	ps.inFlight, ps.attempts, ps.notBefore, ps.replayKey, ps.current = false, 0, time.Time{}, nil, nil
 	delete(d.s.held, d.part)
 	if d.part < l.parts && g.committed[d.part] < l.next[d.part] || d.part == l.parts {
 		g.wake() // the partition has more (the replay queue may)
@@ -389,7 +388,7 @@ func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
 	if !ps.inFlight || ps.gen != d.gen {
 		return rookery.E(op, rookery.Conflict, "the delivery expired and was delivered again")
 	}
-	ps.inFlight = false
+	ps.inFlight, ps.current = false, nil
 	ps.notBefore = l.clock.Now().Add(delay)
 	delete(d.s.held, d.part)
 	g.wake()
@@ -403,7 +402,8 @@ func (s *subscription) Close() error {
 	defer l.mu.Unlock()
 	for p, gen := range s.held {
 		if ps := &s.g.parts[p]; ps.inFlight && ps.gen == gen {
-			ps.inFlight = false
+			ps.current.superseded.Store(true)
+			ps.inFlight, ps.current = false, nil
 		}
 	}
 	s.held, s.closed = map[int]uint64{}, true
