@@ -81,9 +81,9 @@ type Delivery interface {
 }
 
 // A FirstDelivery is a Delivery that may know that its event was never delivered to its group
-// before (a log keeping its groups' deliveries in the consumers' process: events/embedded). The
-// Runner tells the handler (IsFirstDelivery) and keeps the event's redeliveries from running
-// beside it.
+// before (a log keeping its groups' deliveries in the consumers' process: events/embedded). For a
+// Consumer with FirstDeliveries set, the Runner tells the handler (IsFirstDelivery) and keeps the
+// event's redeliveries from running beside it.
 type FirstDelivery interface {
 	Delivery
 	// First reports whether no earlier delivery of the event to the group can have been handled,
