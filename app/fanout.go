@@ -41,26 +41,31 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	}
 	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 	a.recent.add(entry) // a post made through another API process
-	// A post deleted before its fan-out (a lagging one) is not pushed: the deletion's cleanup may
-	// have run already, and would not remove it again.
-	got, err := a.table.BatchGet(ctx, []table.Key{userKey(p.AuthorID), postKey(p.PostID)})
-	if err != nil {
-		return err
-	}
-	author := got[0]
-	if author == nil || got[1] == nil {
-		return nil
-	}
-	if author.Int("follower_count") > int64(a.celebrityThreshold) {
-		if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
+	// An author whose follower list is kept has no more followers than the threshold (longer lists
+	// are not kept): the post is pushed without a read. Otherwise the author's count says whether
+	// they are a celebrity, read with the post: a post deleted before its fan-out (a lagging one)
+	// is then not pushed. A kept author's deleted post is pushed and taken out below, and its
+	// stream events are not sent (streamPost reads the post).
+	if !a.followers.kept(p.AuthorID) {
+		got, err := a.table.BatchGet(ctx, []table.Key{userKey(p.AuthorID), postKey(p.PostID)})
+		if err != nil {
 			return err
 		}
-		return a.streamCelebrityPost(ctx, entry)
+		author := got[0]
+		if author == nil || got[1] == nil {
+			return nil
+		}
+		if author.Int("follower_count") > int64(a.celebrityThreshold) {
+			if err := a.registerCelebrity(ctx, p.AuthorID); err != nil { // merged at read time
+				return err
+			}
+			return a.streamCelebrityPost(ctx, entry)
+		}
 	}
 	// The author's own timeline holds their posts too. Each page's readers with a stream open get
 	// the post's feed.post event, once it is in their timelines.
 	var reached []string
-	err = a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
+	err := a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
 		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
@@ -75,7 +80,8 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.Debug("post fanned out", "post", p.PostID, "author", p.AuthorID, "readers", strings.Join(reached, " "))
 	}
-	// Deleted while it was pushed: the cleanup's removal may have run before the last push.
+	// Deleted before or while it was pushed: the deletion's cleanup may have run before the last
+	// push, and would not remove it again.
 	if _, err := a.table.Get(ctx, postKey(p.PostID)); rookery.IsKind(err, rookery.NotFound) {
 		return a.timelines.RemovePost(ctx, p.PostID)
 	} else if err != nil {

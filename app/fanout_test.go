@@ -373,3 +373,55 @@ func TestFanoutRacingADeletion(t *testing.T) {
 	}
 	storedEmpty(t, tl)
 }
+
+// TestFanoutOfAPostDeletedBefore: a post deleted, and its deletion's cleanup run, before its
+// fan-out must not enter the timelines the fan-out reaches: whether the fan-out reads the author
+// and the post first or, its author's follower list kept in memory, reads neither.
+func TestFanoutOfAPostDeletedBefore(t *testing.T) {
+	for _, kept := range []bool{false, true} {
+		t.Run(map[bool]string{false: "read", true: "kept"}[kept], func(t *testing.T) {
+			tab := backends["pebble"](t)
+			tl := testtable.Timelines(t, tab, tablestore.Options{})
+			d := app.Deps{Table: tab, Timelines: tl}
+			if kept {
+				d.SoleWriter, d.FollowerCacheIDs = true, 1000
+			}
+			c := &cleanupWorld{t: t, a: newTwiceWorld(t, d).a}
+			for _, u := range []string{"r", "b"} {
+				if _, _, err := c.a.PutUser(rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true}), u, app.UserInput{Username: u + "_x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.follow("r", "b")
+			if got := feedIDs(t, c.a, "r"); len(got) != 0 { // r's timeline is built
+				t.Fatalf("first read %v", got)
+			}
+			fanout := func(p string, at rookery.Time) {
+				body, _ := json.Marshal(app.PostPayload{PostID: p, AuthorID: "b", CreatedAt: at})
+				if err := c.a.ApplyFanout(context.Background(), rookery.Event{ID: "create-" + p, Type: app.PostCreated, Payload: body}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			created := func(p string) rookery.Time {
+				post, err := c.a.Post(c.as("r"), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return post.CreatedAt
+			}
+			p1 := c.post("b")
+			fanout(p1, created(p1)) // reads b's followers (and keeps them, if kept)
+			p2 := c.post("b")
+			at := created(p2)
+			c.deletePost(p2)
+			fanout(p2, at)
+			page, err := tl.Page(context.Background(), "r", timeline.Entry{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Entries) != 1 || page.Entries[0].PostID != p1 {
+				t.Fatalf("r's stored timeline %v; want only %s (%s was deleted before its fan-out)", page.Entries, p1, p2)
+			}
+		})
+	}
+}

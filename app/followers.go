@@ -62,6 +62,15 @@ type followerFill struct {
 	tooBig bool
 }
 
+// kept reports whether author's list is kept (and so has at most maxList ids).
+func (f *followerLists) kept(author string) bool {
+	if f == nil {
+		return false
+	}
+	_, ok := f.keptByUser.get(author)
+	return ok
+}
+
 // fill starts gathering author's list, or returns nil if it could not be kept.
 func (f *followerLists) fill(author string) *followerFill {
 	if f == nil {
