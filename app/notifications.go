@@ -79,7 +79,6 @@ type notice struct {
 func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyNotifications"
 	var notices []notice
-	var live table.Key // if set, an item that must still exist for notices to be created
 	at := ev.OccurredAt.Time
 	switch ev.Type {
 	case FollowCreated:
@@ -111,20 +110,13 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		var mentions []string
-		if p.Mentions != nil {
-			// The post is read with the blocks (newNotices): deleted since, it notifies no one.
-			mentions, live = *p.Mentions, postKey(p.PostID)
-		} else { // an event of an earlier version
-			post, err := a.table.Get(ctx, postKey(p.PostID))
-			if rookery.IsKind(err, rookery.NotFound) {
-				return nil // deleted since
-			} else if err != nil {
-				return err
-			}
-			mentions = post.Strings("mentions")
+		post, err := a.table.Get(ctx, postKey(p.PostID))
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil // deleted since
+		} else if err != nil {
+			return err
 		}
-		for _, m := range mentions {
+		for _, m := range post.Strings("mentions") {
 			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
 		}
 	case PostEdited:
@@ -138,7 +130,7 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 	default:
 		return nil
 	}
-	news, err := a.newNotices(ctx, ev.ID, notices, live)
+	news, err := a.newNotices(ctx, ev.ID, notices)
 	if err != nil {
 		return err
 	}
@@ -217,9 +209,8 @@ func (a *App) streamNotices(ctx context.Context, news []newNotice) error {
 // newNotices returns the notifications of notices to create: not those whose recipient is their
 // actor or has blocked the actor (their blocks read in one batch). The i-th notice's id is
 // eventID's, with a suffix after the first (one event, several recipients: mentions), so that a
-// redelivery gives each the same id whatever blocks changed since. If live is set, that item is
-// read in the same batch, and nothing is created if it is gone (a post deleted since).
-func (a *App) newNotices(ctx context.Context, eventID string, notices []notice, live table.Key) ([]newNotice, error) {
+// redelivery gives each the same id whatever blocks changed since.
+func (a *App) newNotices(ctx context.Context, eventID string, notices []notice) ([]newNotice, error) {
 	var keys []table.Key
 	var told []int // the notices whose blocks keys has, by index
 	for i, n := range notices {
@@ -230,15 +221,9 @@ func (a *App) newNotices(ctx context.Context, eventID string, notices []notice, 
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	if live != (table.Key{}) {
-		keys = append(keys, live)
-	}
 	blocks, err := a.table.BatchGet(ctx, keys)
 	if err != nil {
 		return nil, err
-	}
-	if live != (table.Key{}) && blocks[len(blocks)-1] == nil {
-		return nil, nil // gone since
 	}
 	var news []newNotice
 	for j, i := range told {

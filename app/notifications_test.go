@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -144,57 +143,5 @@ func TestMentionsMakeOneEvent(t *testing.T) {
 		if len(page.Items) != want {
 			t.Errorf("%s has %d notifications after the erasure check; want %d", user, len(page.Items), want)
 		}
-	}
-}
-
-// A post's mentions notify whom it mentions, from the event (Mentions) or, in an event of an
-// earlier version, from the post; and no one once the post is deleted.
-func TestMentionsOfAPostDeletedSince(t *testing.T) {
-	ctx := context.Background()
-	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
-	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-	for _, u := range []string{"alice", "bob"} {
-		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	alice := rookery.WithCaller(ctx, rookery.Caller{UserID: "alice"})
-	post := func() string {
-		p, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @bob_x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.ID
-	}
-	kept, deleted := post(), post()
-	if err := a.DeletePost(alice, deleted); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{kept, deleted} {
-		for _, fromEvent := range []bool{true, false} {
-			pl := app.PostPayload{PostID: p, AuthorID: "alice"}
-			if fromEvent {
-				pl.Mentions = &[]string{"bob"}
-			}
-			body, _ := json.Marshal(pl)
-			ev := rookery.Event{ID: fmt.Sprintf("01CREATE%s%v", p, fromEvent), Type: app.PostCreated, OccurredAt: rookery.Time{Time: time.Now()}, Payload: body}
-			if err := a.ApplyNotifications(ctx, ev); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	got, err := a.Notifications(rookery.WithCaller(ctx, rookery.Caller{UserID: "bob"}), false, "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var posts []string
-	for _, n := range got.Items {
-		if n.Type != "mention" || n.PostID == nil {
-			t.Fatalf("notification %+v; want mentions only", n)
-		}
-		posts = append(posts, *n.PostID)
-	}
-	if len(posts) != 2 || posts[0] != kept || posts[1] != kept {
-		t.Fatalf("bob's mentions are of %v; want two of %s (one from each kind of event) and none of the deleted %s", posts, kept, deleted)
 	}
 }

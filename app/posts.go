@@ -33,9 +33,6 @@ type PostPayload struct {
 	CreatedAt  rookery.Time `json:"created_at"`
 	// NewMentions (PostEdited only) are the users the edit mentions for the first time.
 	NewMentions []string `json:"new_mentions,omitempty"`
-	// Mentions (PostCreated only) are the users the post mentions, so that the notifications
-	// consumer need not read the post for them; nil in the events of earlier versions.
-	Mentions *[]string `json:"mentions,omitempty"`
 }
 
 // PostInput is the body of POST /v1/posts.
@@ -243,8 +240,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	for _, t := range tags {
 		writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, now)))
 	}
-	mentioned := nonNil(mentions) // [], not null: a post that mentions no one says so
-	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}, Mentions: &mentioned}, now)
+	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
 	if err != nil {
 		return p, false, rookery.E(op, rookery.Internal, err)
 	}
