@@ -175,13 +175,19 @@ func newCleanupWorld(t *testing.T, cap int, users ...string) *cleanupWorld {
 	tab := backends["pebble"](t)
 	tl := testtable.Timelines(t, tab, tablestore.Options{Limits: timeline.Limits{Cap: cap}})
 	c := &cleanupWorld{t: t, a: newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl, TimelineCap: cap}).a}
+	c.addUsers(users...)
+	return c
+}
+
+// addUsers creates users, each with username <user>_x.
+func (c *cleanupWorld) addUsers(users ...string) {
+	c.t.Helper()
 	server := rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true})
 	for _, u := range users {
 		if _, _, err := c.a.PutUser(server, u, app.UserInput{Username: u + "_x"}); err != nil {
-			t.Fatal(err)
+			c.t.Fatal(err)
 		}
 	}
-	return c
 }
 
 func (c *cleanupWorld) as(u string) context.Context {
@@ -297,11 +303,7 @@ func newRacingWorld(t *testing.T) (c *cleanupWorld, tl *changeBeforeWrite, post 
 	tab := backends["pebble"](t)
 	tl = &changeBeforeWrite{Store: testtable.Timelines(t, tab, tablestore.Options{})}
 	c = &cleanupWorld{t: t, a: newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl}).a}
-	for _, u := range []string{"r", "b"} {
-		if _, _, err := c.a.PutUser(rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true}), u, app.UserInput{Username: u + "_x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.addUsers("r", "b")
 	post = c.post("b")
 	if got := feedIDs(t, c.a, "r"); len(got) != 0 {
 		t.Fatalf("first read %v", got)
@@ -387,11 +389,7 @@ func TestFanoutOfAPostDeletedBefore(t *testing.T) {
 				d.SoleWriter, d.FollowerCacheIDs = true, 1000
 			}
 			c := &cleanupWorld{t: t, a: newTwiceWorld(t, d).a}
-			for _, u := range []string{"r", "b"} {
-				if _, _, err := c.a.PutUser(rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true}), u, app.UserInput{Username: u + "_x"}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			c.addUsers("r", "b")
 			c.follow("r", "b")
 			if got := feedIDs(t, c.a, "r"); len(got) != 0 { // r's timeline is built
 				t.Fatalf("first read %v", got)
