@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/internal/keylock"
@@ -117,6 +119,7 @@ type App struct {
 	timelineCap        int
 	celebs             snapshot[[]string]
 	recent             recentPosts
+	rebuilds           singleflight.Group // timeline rebuilds under way, by reader
 
 	eng         Engagement
 	boards      boardCache

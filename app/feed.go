@@ -205,33 +205,56 @@ const (
 	RebuildSuperseded = "superseded" // another build completed it, or began after this pull
 )
 
-// rebuild builds the reader's missing timeline: Begin makes it exist for fan-out (a post committed
-// from then on reaches it), one pull brings the newest posts of everyone they follow and their own,
-// and Complete publishes what the pull brought completely. A build whose pull fails stays unread,
-// keeping what fan-out pushed to it; the next read builds it again (timeline.Store).
+// rebuildTimeout bounds a timeline rebuild, which outlives the read that began it.
+const rebuildTimeout = 15 * time.Second
+
+// rebuild builds the reader's missing timeline (buildTimeline), one build at a time per reader in
+// this process: a read that finds one under way waits for it. The build goes on when the read
+// that began it ends (its client gave up): under a slow store a build that each read began again
+// and dropped at the read's end would never be finished, and every read would begin one more.
 func (r *feedRead) rebuild(ctx context.Context) error {
+	a, reader := r.a, r.reader
+	built := a.rebuilds.DoChan(reader, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
+		defer cancel()
+		return nil, a.buildTimeline(ctx, reader)
+	})
+	select {
+	case res := <-built:
+		return res.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// buildTimeline builds reader's missing timeline: Begin makes it exist for fan-out (a post
+// committed from then on reaches it), one pull brings the newest posts of everyone they follow and
+// their own, and Complete publishes what the pull brought completely. A build whose pull fails
+// stays unread, keeping what fan-out pushed to it; the next read builds it again (timeline.Store).
+func (a *App) buildTimeline(ctx context.Context, reader string) error {
 	// A deleted user's timeline is erased: no read makes it again.
-	if err := r.a.notGone(ctx, "app.Feed", r.reader); err != nil {
+	if err := a.notGone(ctx, "app.Feed", reader); err != nil {
 		return err
 	}
-	build, err := r.a.timelines.Begin(ctx, r.reader)
+	build, err := a.timelines.Begin(ctx, reader)
 	if err == nil && build == "" {
 		return nil // complete: another read built it meanwhile
 	}
 	done := false
 	if err == nil {
-		if err = r.loadFollowing(ctx); err == nil {
-			done, err = r.a.fill(ctx, r.reader, build, r.following)
+		var following []string
+		if following, err = a.followingOf(ctx, reader); err == nil {
+			done, err = a.fill(ctx, reader, build, following)
 		}
 	}
 	switch {
 	case err != nil:
-		r.a.log.Warn("timeline rebuild failed; the next read builds it again", "user", r.reader, "err", err)
-		r.a.onRebuild(RebuildFailed)
+		a.log.Warn("timeline rebuild failed; the next read builds it again", "user", reader, "err", err)
+		a.onRebuild(RebuildFailed)
 	case done:
-		r.a.onRebuild(RebuildComplete)
+		a.onRebuild(RebuildComplete)
 	default:
-		r.a.onRebuild(RebuildSuperseded)
+		a.onRebuild(RebuildSuperseded)
 	}
 	return err
 }

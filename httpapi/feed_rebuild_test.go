@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,64 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 				t.Error("the completed rebuild was not counted")
 			}
 		})
+	}
+}
+
+// TestRebuildOutlivesTheRead: a reader's first read after their timeline was lost begins its
+// rebuild while the store is slow, and the client gives up. The rebuild goes on, completes when the
+// store answers, and the next read finds the timeline built. (Before, the rebuild ended with the
+// read: under a store slower than the clients' patience every read began a rebuild and none
+// finished, as the fault test saw after DynamoDB Local resumed.)
+func TestRebuildOutlivesTheRead(t *testing.T) {
+	f, store := newFixtureWith(t, fixtureConfig{timelines: "redis"})
+	toks := f.register("r", "a")
+	r, a := toks[0], toks[1]
+	f.want(f.do("PUT", "/v1/users/r/following/a", r, ""), 200, "")
+	f.want(f.do("POST", "/v1/posts", a, `{"text":"a1"}`), 201, "")
+	f.drain()
+	f.loseTimeline("r")
+
+	hold := newStoreHold()
+	store.queryHold.Store(hold)
+	ctx, giveUp := context.WithCancel(context.Background())
+	read := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/feed", nil)
+		req.Header.Set("Authorization", "Bearer "+r)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		read <- err
+	}()
+	select {
+	case <-hold.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rebuild queried nothing")
+	}
+	giveUp()
+	if err := <-read; err == nil {
+		t.Fatal("the read answered while the store held its queries")
+	}
+	time.Sleep(50 * time.Millisecond) // the server sees the client go
+	store.queryHold.Store(nil)
+	close(hold.release)
+
+	rebuilds := func(outcome string) string {
+		return `rookery_timeline_rebuilds_total{outcome="` + outcome + `"} 1`
+	}
+	eventuallyHTTP(t, "the rebuild completes", func() error {
+		if !strings.Contains(f.do("GET", "/metrics", "", "").raw, rebuilds("complete")) {
+			return errors.New("no completed rebuild counted")
+		}
+		return nil
+	})
+	if got := feedTexts(f, r, 10); got != "a1" {
+		t.Fatalf("feed = %s; want a1", got)
+	}
+	m := f.do("GET", "/metrics", "", "").raw
+	if strings.Contains(m, rebuilds("failed")) || !strings.Contains(m, rebuilds("complete")) {
+		t.Errorf("the rebuild failed, or the next read built the timeline again:\n%s", grepLines(m, "rookery_timeline_rebuilds_total"))
 	}
 }
 
@@ -198,4 +258,15 @@ func TestFeedCursors(t *testing.T) {
 		f.want(f.do("GET", "/v1/feed?limit=2&cursor="+c, r, ""), 400, "invalid")
 	}
 	f.want(f.do("GET", "/v1/feed?limit=2&cursor="+cursor, s, ""), 400, "invalid") // another reader's
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }

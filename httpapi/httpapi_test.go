@@ -83,16 +83,40 @@ type fixtureConfig struct {
 	holdErasure        chan struct{} // if not nil, the erasure consumer handles nothing until it is closed
 }
 
-// flakyStore fails Get and Ping with err while err is set, and Query with queryErr.
+// flakyStore fails Get and Ping with err while err is set, and Query with queryErr; while
+// queryHold is set, Query waits for it to be released (or for its context to end), as a paused
+// store does.
 type flakyStore struct {
 	table.Table
-	err      atomic.Pointer[error]
-	queryErr atomic.Pointer[error]
+	err       atomic.Pointer[error]
+	queryErr  atomic.Pointer[error]
+	queryHold atomic.Pointer[storeHold]
+}
+
+// storeHold holds the store's queries: entered receives when one is held, release lets them go.
+type storeHold struct {
+	entered chan struct{} // buffered
+	release chan struct{}
+}
+
+func newStoreHold() *storeHold {
+	return &storeHold{entered: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
 func (f *flakyStore) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if p := f.queryErr.Load(); p != nil {
 		return table.Page{}, *p
+	}
+	if h := f.queryHold.Load(); h != nil {
+		select {
+		case h.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return table.Page{}, ctx.Err()
+		}
 	}
 	return f.Table.Query(ctx, q)
 }
