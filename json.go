@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendJSON appends p as encoding/json encodes it (its struct tags; TestPostAppendJSON checks
@@ -116,11 +117,22 @@ func (c *PostBodies) AppendJSON(b []byte, p Post) []byte {
 	kept := c.bodies[p.ID]
 	c.mu.Unlock()
 	if kept != nil && sameBody(kept.from, p) {
+		if unsafe.StringData(kept.from.Text) != unsafe.StringData(p.Text) {
+			// Equal, but another rendering of the post (the copy kept since the body was): keep
+			// p's fields instead, so that comparing with that rendering reads no strings again.
+			c.keep(p, kept.json)
+		}
 		return p.appendTail(append(b, kept.json...))
 	}
 	start := len(b)
 	b = p.appendBody(b)
-	kept = &postBody{from: p, json: slices.Clone(b[start:])}
+	c.keep(p, slices.Clone(b[start:]))
+	return p.appendTail(b)
+}
+
+// keep keeps json as the body of p.
+func (c *PostBodies) keep(p Post, json []byte) {
+	kept := &postBody{from: p, json: json}
 	kept.from.Author, kept.from.LikedByMe = Author{}, false // not the body's: not kept
 	c.mu.Lock()
 	if len(c.bodies) >= c.max {
@@ -128,7 +140,6 @@ func (c *PostBodies) AppendJSON(b []byte, p Post) []byte {
 	}
 	c.bodies[p.ID] = kept
 	c.mu.Unlock()
-	return p.appendTail(b)
 }
 
 // AppendJSON appends t as MarshalJSON encodes it.
