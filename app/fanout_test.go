@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -421,5 +422,24 @@ func TestFanoutOfAPostDeletedBefore(t *testing.T) {
 				t.Fatalf("r's stored timeline %v; want only %s (%s was deleted before its fan-out)", page.Entries, p1, p2)
 			}
 		})
+	}
+}
+
+// panickyBegin is a timeline store whose Begin panics.
+type panickyBegin struct{ timeline.Store }
+
+func (panickyBegin) Begin(context.Context, string) (string, error) { panic("a bug in Begin") }
+
+// TestRebuildPanic: a timeline rebuild runs apart from the read that began it (it outlives the
+// read), where no handler's recovery covers it; a panic in it fails the read with an Internal
+// error, as a panicking handler does, instead of ending the process.
+func TestRebuildPanic(t *testing.T) {
+	tab := backends["pebble"](t)
+	tl := panickyBegin{testtable.Timelines(t, tab, tablestore.Options{})}
+	c := &cleanupWorld{t: t, a: newTwiceWorld(t, app.Deps{Table: tab, Timelines: tl}).a}
+	c.addUsers("r")
+	_, err := c.a.Feed(c.as("r"), "", 20)
+	if !rookery.IsKind(err, rookery.Internal) || !strings.Contains(err.Error(), "a bug in Begin") {
+		t.Fatalf("feed read with a panicking rebuild: %v; want an Internal error naming the panic", err)
 	}
 }

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -214,7 +216,13 @@ const rebuildTimeout = 15 * time.Second
 // and dropped at the read's end would never be finished, and every read would begin one more.
 func (r *feedRead) rebuild(ctx context.Context) error {
 	a, reader := r.a, r.reader
-	built := a.rebuilds.DoChan(reader, func() (any, error) {
+	built := a.rebuilds.DoChan(reader, func() (_ any, err error) {
+		// A panic here is no request's: left to singleflight it would end the process.
+		defer func() {
+			if v := recover(); v != nil {
+				err = rookery.E(rookery.Op("app.Feed"), rookery.Internal, fmt.Errorf("timeline rebuild: panic: %v\n%s", v, debug.Stack()))
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
 		defer cancel()
 		return nil, a.buildTimeline(ctx, reader)
