@@ -230,8 +230,8 @@ func (r *feedRead) rebuild(ctx context.Context) error {
 	select {
 	case res := <-built:
 		return res.Err
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-ctx.Done(): // the read ends (as a store's call would: Unavailable); the build goes on
+		return rookery.E(rookery.Op("app.Feed"), rookery.Unavailable, ctx.Err())
 	}
 }
 
