@@ -97,6 +97,11 @@ type Deps struct {
 	// BilledReads says that the store bills reads by the item in a batch read and by the byte in
 	// a query (DynamoDB): reads that may do either choose by what they cost (scanEdges).
 	BilledReads bool
+	// FeedPages, if positive, keeps up to this many feed pages in a SoleWriter, each served again
+	// until something it shows changes (feedPages).
+	FeedPages int
+	// OnFeedPageRead is told whether each feed read found its page kept (hit); nil: nothing.
+	OnFeedPageRead func(hit bool)
 	// Streams, if set, turns live streams on: the live consumer keeps the present users' stream
 	// logs, and every appended event is published to it. Nil: no streams (OpenStream fails).
 	Streams StreamPublisher
@@ -120,6 +125,7 @@ type App struct {
 	celebs             snapshot[[]string]
 	recent             recentPosts
 	rebuilds           singleflight.Group // timeline rebuilds under way, by reader
+	pages              *feedPages         // nil: none kept
 
 	eng         Engagement
 	boards      boardCache
@@ -176,17 +182,33 @@ func New(d Deps) *App {
 	if d.DeletedGrace <= 0 {
 		d.DeletedGrace = DefaultDeletedGrace
 	}
+	var pages *feedPages
+	if d.SoleWriter && d.FeedPages > 0 { // every write from here on is noted (feedPages)
+		ch := &changes{}
+		d.Table = changeTable{Table: d.Table, c: ch}
+		if d.Timelines != nil {
+			d.Timelines = changeTimelines{Store: d.Timelines, c: ch}
+		}
+		pages = newFeedPages(ch, d.FeedPages, d.Clock, d.OnFeedPageRead)
+	}
 	eng := d.Engagement.withDefaults(d.Clock)
 	store := func(func(table.Item) rookery.Post) copyStore { return cacheCopies{eng.Cache} }
 	if d.SoleWriter {
 		store = func(render func(table.Item) rookery.Post) copyStore { return newLocalCopies(d.Clock, render) }
 	}
 	posts, authors := newCopies(store, !d.SoleWriter, d.PostCacheTTL, d.OnPostCacheRead)
+	var ch *changes
+	if pages != nil {
+		ch = pages.changes
+		if posts != nil {
+			posts.changes, authors.changes = ch, ch
+		}
+	}
 	hot := newHotCounters(d.Table)
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)
 	}
-	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter)}, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: likedSetsOf(d), rendered: newRenderedPosts(renderedPostsMax), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter), changes: ch}, pages: pages, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: likedSetsOf(d), rendered: newRenderedPosts(renderedPostsMax), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }
@@ -228,6 +250,22 @@ func asServer(ctx context.Context, op rookery.Op) error {
 type Page[T any] struct {
 	Items []T
 	Next  string
+	// Memo, if set, is shared by every read served this very page again (a kept feed page,
+	// feedPages), which must not change it: a transport may keep its rendering of the page there.
+	Memo *Memo
+}
+
+// Memo holds a rendering of a page that is served again unchanged.
+type Memo struct {
+	once     sync.Once
+	rendered []byte
+}
+
+// Rendered returns the page's rendering, made by render on the first call; callers must not
+// change it.
+func (m *Memo) Rendered(render func() []byte) []byte {
+	m.once.Do(func() { m.rendered = render() })
+	return m.rendered
 }
 
 // event returns a new event of type typ keyed by key with payload p, made in ctx (its trace, if

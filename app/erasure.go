@@ -145,7 +145,7 @@ func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error)
 		return rookery.Author{}, err
 	}
 	if a.soleWriter { // elsewhere the copy is not read here: keeping it would only cost a cache write
-		a.authors.keep(ctx, it)
+		a.authors.fill(ctx, it)
 	}
 	return authorOf(it), nil
 }

@@ -61,7 +61,25 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 	if err := fe.Err(op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
-	r := &feedRead{a: a, reader: reader}
+	if a.pages == nil {
+		return (&feedRead{a: a, reader: reader}).page(ctx, before, limit)
+	}
+	key := feedPageKey{reader: reader, cursor: cursor, limit: limit}
+	if p, ok := a.pages.get(key); ok {
+		return p, nil
+	}
+	stamp, at := a.pages.changes.stamp(), a.clock.Now() // before anything is read
+	r := &feedRead{a: a, reader: reader, keep: true}
+	p, err := r.page(ctx, before, limit)
+	if err == nil {
+		a.pages.put(key, stamp, at, r, p)
+	}
+	return p, err
+}
+
+// page reads the page of r's feed of up to limit posts older than before.
+func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (Page[rookery.Post], error) {
+	a, reader := r.a, r.reader
 	// One more than the page, so that a last page that happens to be full says so (no cursor).
 	want := limit + 1
 	// Room for what one chunk (below) may add past want, so that the page is allocated once.
@@ -130,10 +148,12 @@ type feedRead struct {
 	a      *App
 	reader string
 
-	rebuilt   bool     // the timeline was rebuilt in this request (once at most)
-	pulling   bool     // the stored timeline has nothing older than the position reached: pull
-	following []string // nil until loaded
-	celebs    []string // the followed celebrities; nil until loaded
+	keep      bool             // the page is kept (feedPages): note what it is made of in seen
+	seen      []timeline.Entry // the references hydrated
+	rebuilt   bool             // the timeline was rebuilt in this request (once at most)
+	pulling   bool             // the stored timeline has nothing older than the position reached: pull
+	following []string         // nil until loaded
+	celebs    []string         // the followed celebrities; nil until loaded
 }
 
 // candidates returns references to the posts older than before, newest first, that may be in the
@@ -362,6 +382,9 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry, out []rooker
 	if len(refs) == 0 {
 		return out, nil
 	}
+	if r.keep {
+		r.seen = append(r.seen, refs...)
+	}
 	authors, ids := make([]string, 0, len(refs)), make([]string, 0, len(refs))
 	for _, e := range refs {
 		authors = append(authors, e.AuthorID)
@@ -497,5 +520,8 @@ func (a *App) registerCelebrity(ctx context.Context, author string) error {
 	a.celebs.mu.Lock()
 	a.celebs.at = time.Time{} // this process sees it at once
 	a.celebs.mu.Unlock()
+	if a.pages != nil {
+		a.pages.changes.changed(keyCelebs, "") // the registry a read may have had before
+	}
 	return nil
 }

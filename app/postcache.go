@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -36,6 +37,7 @@ type copies struct {
 	keepNew bool // created sets the copies of new items
 	ttl     time.Duration
 	onRead  func(kind string, hits, misses int)
+	changes *changes // told of each set (feedPages): a copy may lag its item's write; nil: none
 }
 
 // copyStore is where copies live: the engagement cache (cacheCopies, encoded: shared by the
@@ -117,8 +119,15 @@ func (p *copies) get(ctx context.Context, ids []string) []copied {
 	return cs
 }
 
-// keep sets the copies of items read or written; a failure only costs later reads.
-func (p *copies) keep(ctx context.Context, items ...table.Item) {
+// keep sets the copies of items written; a failure only costs later reads.
+func (p *copies) keep(ctx context.Context, items ...table.Item) { p.keepItems(ctx, true, items) }
+
+// fill sets the copies of items read from the table. Unlike a writer's copy, such a copy shows
+// nothing that a read of the table would not (a newer copy is kept), so it is no change to pages
+// kept (feedPages).
+func (p *copies) fill(ctx context.Context, items ...table.Item) { p.keepItems(ctx, false, items) }
+
+func (p *copies) keepItems(ctx context.Context, change bool, items []table.Item) {
 	if p == nil || len(items) == 0 {
 		return
 	}
@@ -132,7 +141,7 @@ func (p *copies) keep(ctx context.Context, items ...table.Item) {
 		}
 		cs = append(cs, cache.Versioned[table.Item]{Key: p.key(it.String("id")), Version: it.Int(p.version), Val: c})
 	}
-	p.set(ctx, cs)
+	p.set(ctx, cs, change)
 }
 
 // created sets the copy of an item just created, if new items are kept.
@@ -147,13 +156,23 @@ func (p *copies) forget(ctx context.Context, id string) {
 	if p == nil {
 		return
 	}
-	p.set(ctx, []cache.Versioned[table.Item]{{Key: p.key(id), Version: tombstone}})
+	p.set(ctx, []cache.Versioned[table.Item]{{Key: p.key(id), Version: tombstone}}, true)
 }
 
-func (p *copies) set(ctx context.Context, cs []cache.Versioned[table.Item]) {
+// set sets cs; change says that they are a writer's (noted once set: feedPages).
+func (p *copies) set(ctx context.Context, cs []cache.Versioned[table.Item], change bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setTimeout)
 	defer cancel()
 	_ = p.store.setMany(ctx, cs, p.ttl)
+	if change && p.changes != nil {
+		kind := byte(keyPost)
+		if p.kind == "author" {
+			kind = keyUser
+		}
+		for _, c := range cs {
+			p.changes.changed(kind, strings.TrimPrefix(c.Key, p.kind+":"))
+		}
+	}
 }
 
 // cacheCopies keeps copies encoded in a cache.Cache; a tombstone is an empty value.

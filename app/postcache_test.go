@@ -40,8 +40,13 @@ func TestPostCache(t *testing.T) {
 }
 
 func testPostCache(t *testing.T, tab table.Table, sole bool) {
-	var hits, misses, authorHits, authorMisses atomic.Int64
-	a, pipeline := readerWorld(t, tab, app.Deps{PostCacheTTL: time.Hour, SoleWriter: sole,
+	var hits, misses, authorHits, authorMisses, pageHits atomic.Int64
+	a, pipeline := readerWorld(t, tab, app.Deps{PostCacheTTL: time.Hour, SoleWriter: sole, FeedPages: app.DefaultFeedPages,
+		OnFeedPageRead: func(hit bool) {
+			if hit {
+				pageHits.Add(1)
+			}
+		},
 		OnPostCacheRead: func(kind string, h, m int) {
 			if kind == "author" {
 				authorHits.Add(int64(h))
@@ -106,6 +111,18 @@ func testPostCache(t *testing.T, tab table.Table, sole bool) {
 		slices.Reverse(want) // newest first: ids are increasing
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: feed %v; want %v", step, got, want)
+		}
+		// Read again with nothing changed: the store's only writer serves the page it kept.
+		before := pageHits.Load()
+		again, err := a.Feed(as("reader"), "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(feed.Items, again.Items); diff != "" || feed.Next != again.Next {
+			t.Fatalf("step %d: the feed read again differs (-first +again):\n%s", step, diff)
+		}
+		if kept := pageHits.Load() > before; kept != sole {
+			t.Fatalf("step %d: the page read again was kept: %v; want %v (sole writer)", step, kept, sole)
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -277,7 +294,7 @@ func testEdgeQueries(t *testing.T, tab table.Table, d app.Deps) {
 // and likes: with batch reads where reads are billed, with queries where index queries are exact
 // (Pebble), and kept in memory (Pebble, the store's only writer).
 func eachReadVariant(t *testing.T, test func(*testing.T, table.Table, app.Deps)) {
-	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000}}
+	variants := map[string]app.Deps{"billed": {BilledReads: true}, "exact": {}, "kept": {SoleWriter: true, FollowerCacheIDs: 1_000_000, FeedPages: app.DefaultFeedPages}}
 	for name, open := range backends {
 		for variant, d := range variants {
 			if variant != "billed" && name != "pebble" {

@@ -458,8 +458,8 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 			}
 		}
 	}
-	a.posts.keep(ctx, read...)
-	a.authors.keep(ctx, readUsers...)
+	a.posts.fill(ctx, read...)
+	a.authors.fill(ctx, readUsers...)
 	return vs, nil
 }
 
@@ -819,7 +819,7 @@ func (a *App) postItems(ctx context.Context, ids []string) ([]table.Item, error)
 			}
 		}
 	}
-	a.posts.keep(ctx, read...)
+	a.posts.fill(ctx, read...)
 	return slices.DeleteFunc(items, func(it table.Item) bool { return it == nil }), nil
 }
 

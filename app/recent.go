@@ -32,6 +32,7 @@ type recentPosts struct {
 	counter uint64
 	epoch   uint64        // bumped when stamps is cleared (it is bounded: recentStamps)
 	ttl     time.Duration // 0: recentTTL
+	changes *changes      // told of each add and forget (feedPages); nil: none
 }
 
 // recentStamp is what a query notes before it runs.
@@ -150,6 +151,7 @@ func (c *recentPosts) dropLocked(author string) {
 
 // forget drops author's entry: one of their posts was deleted.
 func (c *recentPosts) forget(author string) {
+	defer c.changes.changed(keyUser, author) // once the entry is gone
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(author)
@@ -161,6 +163,7 @@ func (c *recentPosts) forget(author string) {
 // that began before e was committed may lack it. A celebrity posting several times a second keeps
 // their cached entry instead of sending every follower's read to the index.
 func (c *recentPosts) add(e timeline.Entry) {
+	defer c.changes.changed(keyUser, e.AuthorID) // once e is in
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.restampLocked(e.AuthorID)

@@ -131,26 +131,34 @@ func jsonType(kind string) string {
 
 // encode writes v as JSON with status.
 func encode(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
 	a, ok := v.(jsonAppender)
 	if !ok {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		if v != nil {
 			json.NewEncoder(w).Encode(v)
 		}
 		return
 	}
-	// Whole, with its length: one write, where a streamed reply past the writer's 4 KB buffer
-	// goes out in chunks.
 	bp := replyBufs.Get().(*[]byte)
-	b := append(a.AppendJSON((*bp)[:0]), '\n') // as json.Encoder ends a value
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+	b := appendReply((*bp)[:0], a)
+	write(w, status, b)
 	if cap(b) <= 1<<20 {
 		*bp = b
 		replyBufs.Put(bp)
 	}
+}
+
+// appendReply appends a's encoding to b, ended as json.Encoder ends a value.
+func appendReply(b []byte, a jsonAppender) []byte { return append(a.AppendJSON(b), '\n') }
+
+// write writes the JSON reply b whole, with its length: one write, where a streamed reply past
+// the writer's 4 KB buffer goes out in chunks.
+func write(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 // jsonAppender is a reply that encodes itself as encoding/json would, without reflection

@@ -58,7 +58,12 @@ func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, of stri
 		s.problem(w, r, err)
 		return
 	}
-	encode(w, http.StatusOK, reply(p))
+	rp := reply(p)
+	if a, ok := rp.(jsonAppender); ok && p.Memo != nil { // served again unchanged: encoded once
+		write(w, http.StatusOK, p.Memo.Rendered(func() []byte { return appendReply(nil, a) }))
+		return
+	}
+	encode(w, http.StatusOK, rp)
 }
 
 func (s *server) block(w http.ResponseWriter, r *http.Request) {

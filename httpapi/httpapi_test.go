@@ -234,7 +234,7 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) (*fixture, *flakyStore) {
 		WebhookPolicy:   app.WebhookPolicy{AllowHTTP: !cfg.strictWebhooks, AllowPrivate: !cfg.strictWebhooks},
 		OnWebhookQueued: func(ep string) { dispatcher.Wake(ep) },
 		// As rookery serve sets them on the embedded store.
-		UnsyncedConsumers: outbox.Direct, FollowerCacheIDs: followerCache(onPebble), SoleWriter: onPebble, PostCacheTTL: app.DefaultPostCacheTTL, BilledReads: !onPebble, IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
+		UnsyncedConsumers: outbox.Direct, FollowerCacheIDs: followerCache(onPebble), SoleWriter: onPebble, FeedPages: app.DefaultFeedPages, PostCacheTTL: app.DefaultPostCacheTTL, BilledReads: !onPebble, IndexLag: indexLag(onPebble), DeletedGrace: cfg.deletedGrace})
 	dispatcher = webhook.New(webhook.Options{Queue: application, Concurrency: 4, Timeout: 500 * time.Millisecond,
 		Retries: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, Poll: 20 * time.Millisecond,
 		AllowPrivate: !cfg.strictWebhooks && !cfg.refusePrivateDial, Observe: m.ObserveWebhook, Backlog: m.SetWebhookBacklog,

@@ -32,6 +32,9 @@ type Metrics struct {
 	ConsumerLagSeconds *prometheus.GaugeVec     // group
 	TimelineRebuilds   *prometheus.CounterVec   // outcome
 	PostCacheReads     *prometheus.CounterVec   // kind: post, author; outcome: hit, miss
+	FeedPageReads      *prometheus.CounterVec   // outcome: hit, miss
+	feedPageHit        prometheus.Counter       // FeedPageReads' two, resolved once: every feed read counts
+	feedPageMiss       prometheus.Counter
 
 	StreamsOpen   prometheus.Gauge
 	StreamEvents  *prometheus.CounterVec // type
@@ -133,7 +136,12 @@ func New() *Metrics {
 		Name: "rookery_post_cache_reads_total",
 		Help: "Posts and authors looked up in the post cache (--post-cache-ttl) to render posts, by kind (post, author) and outcome: hit, or miss (read from the table).",
 	}, []string{"kind", "outcome"})
-	m.reg.MustRegister(m.PostCacheReads, m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
+	m.FeedPageReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rookery_feed_page_reads_total",
+		Help: "Home feed reads by whether their page was kept (--feed-pages) and served again: hit, or miss (made from its sources).",
+	}, []string{"outcome"})
+	m.feedPageHit, m.feedPageMiss = m.FeedPageReads.WithLabelValues("hit"), m.FeedPageReads.WithLabelValues("miss")
+	m.reg.MustRegister(m.PostCacheReads, m.FeedPageReads, m.HTTPDuration, m.HTTPInFlight, m.StoreOps, m.StoreErrors, m.Capacity,
 		m.ConsumerEvents, m.ConsumerFailures, m.ConsumerLatency, m.EventAge, m.ConsumerLag, m.ConsumerLagSeconds, m.TimelineRebuilds,
 		m.StreamsOpen, m.StreamEvents, m.StreamDrops, m.StreamResumes,
 		m.WebhookDeliveries, m.WebhookLatency, m.WebhookBacklog,
@@ -235,6 +243,15 @@ func (m *Metrics) ObserveRebuild(outcome string) {
 func (m *Metrics) ObservePostCache(kind string, hits, misses int) {
 	m.PostCacheReads.WithLabelValues(kind, "hit").Add(float64(hits))
 	m.PostCacheReads.WithLabelValues(kind, "miss").Add(float64(misses))
+}
+
+// ObserveFeedPage counts one feed read (app.Deps.OnFeedPageRead).
+func (m *Metrics) ObserveFeedPage(hit bool) {
+	if hit {
+		m.feedPageHit.Inc()
+	} else {
+		m.feedPageMiss.Inc()
+	}
 }
 
 // ObserveEventAge records how old an event was when its handling ended (events.Runner.Age).

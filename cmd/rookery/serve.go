@@ -198,6 +198,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		PostCacheTTL:      postCacheTTL(cfg, sc),
 		BilledReads:       cfg.store == "dynamo",
 		OnPostCacheRead:   m.ObservePostCache,
+		FeedPages:         sc.timelines.feedPages,
+		OnFeedPageRead:    m.ObserveFeedPage,
 		DeletedGrace:      sc.deletedGrace,
 		IndexLag:          indexLag(cfg.store),
 		OnWebhookQueued: func(endpoint string) {

@@ -30,6 +30,7 @@ type timelinesConfig struct {
 	markerCache        int
 	headCache          int
 	followerCache      int
+	feedPages          int
 }
 
 func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
@@ -42,6 +43,7 @@ func (c *timelinesConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.markerCache, "timeline-marker-cache", pebblestore.DefaultMarkerCache, "with --timelines store on --store pebble: how many timelines' existence fan-out remembers in memory instead of reading it from the engine (negative: none)")
 	f.IntVar(&c.headCache, "timeline-head-cache", pebblestore.DefaultHeadCache, "with --timelines store on --store pebble: how many timelines' newest entries are kept in memory, so that reading a feed's first page does not seek the engine (negative: none)")
 	f.IntVar(&c.followerCache, "follower-cache", 1_000_000, "with --store pebble: how many follower ids (over all authors) fan-out keeps in memory instead of reading authors' follower lists from the store again, and as many ids of readers' follows, blocks and mutes, and as many of the posts they like, for the feed's reads (0: none)")
+	f.IntVar(&c.feedPages, "feed-pages", app.DefaultFeedPages, "with --store pebble: how many feed pages are kept in memory, each served again until something it shows changes (0: none)")
 	f.IntVar(&c.celebrityThreshold, "celebrity-threshold", app.DefaultCelebrityThreshold, "authors with more followers are merged at read time instead of fanned out")
 }
 
