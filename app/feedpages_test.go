@@ -49,12 +49,22 @@ func TestFeedPagesRacingWrites(t *testing.T) {
 	const page = 3
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var draining atomic.Bool // the racing reads wait while the pipeline drains: they race writes
+	drain := func() {
+		draining.Store(true)
+		defer draining.Store(false)
+		pipeline.Drain(t, 30*time.Second)
+	}
 	wg.Go(func() {
 		for {
 			select {
 			case <-stop:
 				return
 			default:
+			}
+			if draining.Load() {
+				time.Sleep(time.Millisecond)
+				continue
 			}
 			if _, err := a.Feed(as("reader"), "", page); err != nil {
 				t.Error(err)
@@ -84,13 +94,13 @@ func TestFeedPagesRacingWrites(t *testing.T) {
 			if _, err := a.Follow(server, "reader", by); err != nil {
 				t.Fatal(err)
 			}
-			pipeline.Drain(t, 30*time.Second)
+			drain()
 			p, _, err := a.CreatePost(as(by), app.PostInput{Text: fmt.Sprintf("post %d", len(ids))})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids, authorOf[p.ID] = append(ids, p.ID), by
-			pipeline.Drain(t, 30*time.Second)
+			drain()
 		case 3: // hidden at once, before the cleanup takes it out of the timeline
 			if err := a.DeletePost(as(authorOf[id]), id); err != nil {
 				t.Fatal(err)
