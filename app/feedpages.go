@@ -56,14 +56,29 @@ func (c *changes) stamp() uint64 { return c.seq.Load() }
 
 // changed notes a change of the key kind/id, which must be visible to reads already.
 func (c *changes) changed(kind byte, id string) {
-	if c == nil {
+	if c != nil {
+		c.raise(changeSlot(kind, id), c.seq.Add(1))
+	}
+}
+
+// changedUsers notes one change of the users ids (a push to their timelines), which must be
+// visible to reads already: one number for them all, since every one of them precedes it.
+func (c *changes) changedUsers(ids []string) {
+	if c == nil || len(ids) == 0 {
 		return
 	}
 	n := c.seq.Add(1)
-	slot := &c.slots[changeSlot(kind, id)]
+	for _, id := range ids {
+		c.raise(changeSlot(keyUser, id), n)
+	}
+}
+
+// raise makes slot hold at least n: notes of one slot may end out of order.
+func (c *changes) raise(slot uint32, n uint64) {
+	s := &c.slots[slot]
 	for {
-		old := slot.Load()
-		if old >= n || slot.CompareAndSwap(old, n) {
+		old := s.Load()
+		if old >= n || s.CompareAndSwap(old, n) {
 			return
 		}
 	}
@@ -155,11 +170,7 @@ type changeTimelines struct {
 	c *changes
 }
 
-func (s changeTimelines) users(users ...string) {
-	for _, u := range users {
-		s.c.changed(keyUser, u)
-	}
-}
+func (s changeTimelines) users(users ...string) { s.c.changedUsers(users) }
 
 func (s changeTimelines) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	defer s.users(users...)
@@ -262,9 +273,17 @@ func (f *feedPages) get(k feedPageKey) (Page[rookery.Post], bool) {
 	return Page[rookery.Post]{}, false
 }
 
+// maxPageDeps bounds the keys a page kept depends on: a page that pulled from more followees is
+// made again on every read, as without pages (its keys would cost memory and their checks time).
+const maxPageDeps = 2048
+
 // put keeps page for k, made by a read that began at stamp and read r.
 func (f *feedPages) put(k feedPageKey, stamp uint64, at time.Time, r *feedRead, page Page[rookery.Post]) {
-	deps := make([]uint32, 0, 2+len(r.following)+len(r.celebs)+2*len(r.seen))
+	n := 2 + len(r.following) + len(r.celebs) + 2*len(r.seen)
+	if n > maxPageDeps {
+		return
+	}
+	deps := make([]uint32, 0, n)
 	deps = append(deps, changeSlot(keyUser, r.reader), changeSlot(keyCelebs, ""))
 	for _, u := range r.following {
 		deps = append(deps, changeSlot(keyUser, u))
