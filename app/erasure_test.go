@@ -178,13 +178,15 @@ func TestGoneUsersKept(t *testing.T) {
 	clock := rookery.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tab := testtable.Pebble(t, app.Schema, clock)
 	a := newTwiceWorld(t, app.Deps{Table: tab, SoleWriter: true, DeletedGrace: time.Hour, PostCacheTTL: time.Hour}).a
-	for _, u := range []string{"ann", "bob"} {
+	for _, u := range []string{"ann", "bob", "cat"} {
 		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Follow(as("ann"), "ann", "bob"); err != nil {
-		t.Fatal(err)
+	for _, u := range []string{"ann", "cat"} {
+		if _, err := a.Follow(as(u), u, "bob"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	followers := func(want ...string) {
 		t.Helper()
@@ -197,11 +199,25 @@ func TestGoneUsersKept(t *testing.T) {
 			for _, f := range p.Items {
 				got = append(got, f.UserID)
 			}
-			if !slices.Equal(got, want) {
+			if slices.Sort(got); !slices.Equal(got, want) {
 				t.Fatalf("bob's followers: %v, want %v", got, want)
 			}
 		}
 	}
+	// A mention reads the username's claim, which says whether its user is deleted (the deletion
+	// marks it): what it keeps is what the list then reads of cat, before and after the deletion.
+	mention := func() {
+		t.Helper()
+		if _, _, err := a.CreatePost(as("bob"), app.PostInput{Text: "hi @cat"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mention()
+	followers("ann", "cat")
+	if err := a.DeleteUser(server, "cat"); err != nil {
+		t.Fatal(err)
+	}
+	mention()
 	followers("ann")
 	// A post's author comes from the process's copy of their profile: a deleted author has none.
 	post := func(display string) error {

@@ -84,8 +84,20 @@ func (k *keptByUser[V]) begin(user string) (epoch uint64, ok bool) {
 	return k.epoch, k.changing[user] == 0
 }
 
-// keep keeps user's value v, read from the store since begin returned epoch, unless a change began
-// or ended meanwhile, dropping other values if the sizes would pass the bound.
+// current returns the epoch for a read that learns its users only from what it reads (a
+// username's claim names its user): keep takes it as it takes begin's.
+func (k *keptByUser[V]) current() uint64 {
+	if k == nil {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.epoch
+}
+
+// keep keeps user's value v, read from the store since begin (or current) returned epoch, unless
+// a change began or ended meanwhile or one of user's is under way (then it began before epoch and
+// has not ended), dropping other values if the sizes would pass the bound.
 func (k *keptByUser[V]) keep(user string, epoch uint64, v V) {
 	if k == nil {
 		return
@@ -96,7 +108,7 @@ func (k *keptByUser[V]) keep(user string, epoch uint64, v V) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.epoch != epoch {
+	if k.epoch != epoch || k.changing[user] > 0 {
 		return
 	}
 	k.dropLocked(user)      // kept by another reader meanwhile

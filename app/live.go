@@ -698,14 +698,14 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyLive"
 	switch ev.Type {
 	case PostCreated, PostDeleted:
+		if ev.Type == PostCreated && a.timelines != nil {
+			return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
+		}
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		if ev.Type == PostCreated {
-			if a.timelines != nil {
-				return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
-			}
 			entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 			return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error { return a.streamPost(ctx, users, entry) })
 		}

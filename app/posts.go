@@ -149,6 +149,7 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 	for i, n := range names {
 		keys[i] = usernameKey(n)
 	}
+	epoch := a.gone.current()
 	claims, err := a.table.BatchGet(ctx, keys)
 	if err != nil {
 		return nil, err
@@ -156,6 +157,11 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 	var ids []string
 	var blocks []table.Key
 	for _, c := range claims {
+		if c != nil {
+			// A claim is marked deleted in the transaction that leaves its user's tombstone, so it
+			// says whether its user is gone, for the erasure checks of the mentions' notifications.
+			a.gone.keep(c.String("user_id"), epoch, userGone(c))
+		}
 		if c != nil && !userGone(c) && !slices.Contains(ids, c.String("user_id")) {
 			ids = append(ids, c.String("user_id"))
 			blocks = append(blocks, blockKey(c.String("user_id"), author))

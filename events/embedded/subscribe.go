@@ -150,6 +150,11 @@ type subscription struct {
 	held   map[int]uint64
 	rr     int
 	closed bool
+	// waits is the timer Next waits on, made once: one goroutine calls a subscription's Next
+	// (events.Runner), and a channel made for every wait was a visible share of the consumers'
+	// CPU. waiting guards it: a Next that finds it taken makes a timer of its own.
+	waits   *time.Timer
+	waiting atomic.Bool
 }
 
 type delivery struct {
@@ -200,16 +205,38 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 		}
 		// Wait for a change (every change that may make a delivery ready wakes the group), or for
 		// the earliest retry or ack deadline, looking again at least every idlePoll.
-		timer := time.NewTimer(min(wait, s.l.idlePoll))
+		timer, own := s.timer(min(wait, s.l.idlePoll))
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			s.release(timer, own)
 			return nil, rookery.E(op, rookery.Unavailable, ctx.Err())
 		case <-s.g.signal:
 		case <-s.l.done:
 		case <-timer.C:
 		}
-		timer.Stop()
+		s.release(timer, own)
+	}
+}
+
+// timer returns a timer that fires after d: the subscription's own (own) unless another Next has
+// it, then one of its own. (Since Go 1.23 Stop and Reset leave no stale tick in the channel.)
+func (s *subscription) timer(d time.Duration) (t *time.Timer, own bool) {
+	if !s.waiting.CompareAndSwap(false, true) {
+		return time.NewTimer(d), false
+	}
+	if s.waits == nil {
+		s.waits = time.NewTimer(d)
+	} else {
+		s.waits.Reset(d)
+	}
+	return s.waits, true
+}
+
+// release stops t, handed out by timer, and gives the subscription's own back.
+func (s *subscription) release(t *time.Timer, own bool) {
+	t.Stop()
+	if own {
+		s.waiting.Store(false)
 	}
 }
 

@@ -41,7 +41,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	if len(users) == 0 {
 		return nil
 	}
-	users = slices.Compact(slices.Sorted(slices.Values(users))) // so are their markers and entries
+	users = sortedSet(users) // so are their markers and entries
 	exp := make([]int64, len(users))
 	if err := s.expiries(users, exp); err != nil {
 		return internal(op, err)
@@ -75,6 +75,16 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 	}
 	// One sync makes the whole push durable: the write-ahead log is a sequence.
 	return internal(op, s.syncLog())
+}
+
+// sortedSet returns users in ascending order without repeats, in a slice of its own. Fan-out's
+// follower pages come in order already: they are only checked.
+func sortedSet(users []string) []string {
+	users = slices.Clone(users)
+	if !slices.IsSorted(users) {
+		slices.Sort(users)
+	}
+	return slices.Compact(users)
 }
 
 // expiries sets exp[i] to the expiry of users[i]'s marker (0: none), for users in ascending order:
