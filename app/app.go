@@ -321,7 +321,7 @@ func (a *App) Consumers() []events.Consumer {
 		{Group: NotificationsGroup, Handle: a.ApplyNotifications, Concurrency: 16, Background: true, FirstDeliveries: true},
 		// Each event is a synced transaction: several at once share the WAL's syncs. Activities of one
 		// user take turns on their streak record in a process (record), so more do not collide.
-		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16, Background: true},
+		{Group: ActivitiesGroup, Handle: a.ApplyActivities, Concurrency: 16, Background: true, FirstDeliveries: true},
 		{Group: LeaderboardsGroup, Handle: a.ApplyLeaderboards, Concurrency: 4, Background: true, FirstDeliveries: true},
 		// Webhooks are live delivery too (the app's backend reacting at once, a push on a mention, say).
 		{Group: WebhooksGroup, Handle: a.ApplyWebhooks, Concurrency: 8},
