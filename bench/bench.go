@@ -311,9 +311,14 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 }
 
 // Sweep raises the rate from cfg.Rate by factor each step until some operation's p99 passes bound
-// or errors pass 1%, and returns every step; the knee is the last step that passed.
-func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int, factor float64) ([]Result, error) {
+// or errors pass 1%, then runs refine more steps between the last rate that passed and the first
+// that failed, each at the geometric middle of the two (so the knee is known to within
+// factor^(1/2^refine), not factor: with the coarse steps alone, the ratio of two systems' knees
+// could only be a power of factor). It returns every step; the knee is the highest rate that
+// passed (Knee). At most steps coarse steps run.
+func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int, factor float64, refine int) ([]Result, error) {
 	var out []Result
+	passed, failed := 0.0, 0.0
 	for range steps {
 		r, err := Run(ctx, t, cfg)
 		if err != nil {
@@ -321,21 +326,42 @@ func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps
 		}
 		out = append(out, r)
 		if !passes(r, bound) {
+			failed = cfg.Rate
 			break
 		}
+		passed = cfg.Rate
 		cfg.Rate *= factor
+	}
+	if passed == 0 || failed == 0 {
+		return out, nil // every step passed, or the first failed: nothing to refine between
+	}
+	for range refine {
+		cfg.Rate = math.Sqrt(passed * failed)
+		r, err := Run(ctx, t, cfg)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if passes(r, bound) {
+			passed = cfg.Rate
+		} else {
+			failed = cfg.Rate
+		}
 	}
 	return out, nil
 }
 
-// Knee returns the highest rate of a sweep's results that passed the bound.
-func Knee(results []Result, bound time.Duration) (rate float64, ok bool) {
+// Knee returns the highest rate of a sweep's results that passed the bound, and whether one did;
+// reached says whether one failed it (false: every step passed, and the knee is higher still).
+func Knee(results []Result, bound time.Duration) (rate float64, ok, reached bool) {
 	for _, r := range results {
 		if passes(r, bound) {
-			rate, ok = r.TargetRate, true
+			rate, ok = max(rate, r.TargetRate), true
+		} else {
+			reached = true
 		}
 	}
-	return rate, ok
+	return rate, ok, reached
 }
 
 func passes(r Result, bound time.Duration) bool {

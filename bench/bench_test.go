@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,16 +117,41 @@ func TestSweepFindsTheKnee(t *testing.T) {
 	f.stalled.Store(true)
 	slow := &slowTarget{inner: f, each: 10 * time.Millisecond}
 	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 40, Duration: 700 * time.Millisecond, Prefix: "g", Seed: 1}
-	rs, err := bench.Sweep(context.Background(), slow, cfg, 60*time.Millisecond, 6, 1.5)
+	const bound = 60 * time.Millisecond
+	rs, err := bench.Sweep(context.Background(), slow, cfg, bound, 6, 1.5, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	knee, ok := bench.Knee(rs, 60*time.Millisecond)
-	if !ok || knee < 40 || knee > 150 || len(rs) == 6 && rs[5].Ops[bench.OpFeed].P99 <= 60 {
-		for _, r := range rs {
-			t.Logf("rate %.0f: p99 %.1f ms", r.TargetRate, r.Ops[bench.OpFeed].P99)
+	for _, r := range rs {
+		t.Logf("rate %.0f: p99 %.1f ms", r.TargetRate, r.Ops[bench.OpFeed].P99)
+	}
+	knee, ok, reached := bench.Knee(rs, bound)
+	if !ok || !reached || knee < 40 || knee > 150 {
+		t.Fatalf("knee %.0f (%v, reached %v)", knee, ok, reached)
+	}
+	// The coarse steps end at the first that failed; the two refined ones lie between the highest
+	// rate that passed and the lowest that failed before them, each at their geometric middle.
+	coarse := 0
+	for coarse < len(rs) && rs[coarse].Ops[bench.OpFeed].P99 <= 60 {
+		coarse++
+	}
+	if len(rs) != coarse+1+2 {
+		t.Fatalf("%d steps; want the %d coarse ones and 2 refined", len(rs), coarse+1)
+	}
+	lo, hi := rs[coarse-1].TargetRate, rs[coarse].TargetRate
+	for _, r := range rs[coarse+1:] {
+		mid := math.Sqrt(lo * hi)
+		if math.Abs(r.TargetRate-mid) > 0.01 {
+			t.Fatalf("a refined step at %.1f/s; want %.1f/s, between %.1f and %.1f", r.TargetRate, mid, lo, hi)
 		}
-		t.Fatalf("knee %.0f (%v)", knee, ok)
+		if r.Ops[bench.OpFeed].P99 <= 60 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if knee != lo {
+		t.Fatalf("knee %.1f; want the highest rate that passed, %.1f", knee, lo)
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -91,7 +92,10 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 			return pick(r.Results[0].Server), true
 		}
 	}
-	knee := func(r RunFile) (float64, bool) { return Knee(r.Results, bound) }
+	knee := func(r RunFile) (float64, bool) {
+		rate, ok, _ := Knee(r.Results, bound)
+		return rate, ok
+	}
 	p50 := func(o *OpResult) float64 { return o.P50 }
 	p99 := func(o *OpResult) float64 { return o.P99 }
 
@@ -229,16 +233,21 @@ func Headline(out io.Writer, dir string, bound time.Duration) error {
 	return nil
 }
 
-// failedSteps says, for each run, the step that ended its sweep: its rate, its worst p99 (or its
-// errors), and how many of the server's log syncs over it were slow (a disk that stalls decides
-// the p99 of the writes that wait for their sync).
+// failedSteps says, for each run, the step that bounds its knee from above (the lowest rate that
+// failed, a refined step's if one failed): its rate, its worst p99 (or its errors), and how many of
+// the server's log syncs over it were slow (a disk that stalls decides the p99 of the writes that
+// wait for their sync).
 func failedSteps(runs map[int]RunFile, bound time.Duration) string {
 	var ends []string
 	for _, k := range slices.Sorted(maps.Keys(runs)) {
+		var failed []Result
 		for _, res := range runs[k].Results {
-			if passes(res, bound) {
-				continue
+			if !passes(res, bound) {
+				failed = append(failed, res)
 			}
+		}
+		if len(failed) > 0 {
+			res := slices.MinFunc(failed, func(a, b Result) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
 			op, p99 := worstOp(res)
 			end := fmt.Sprintf("%s/s: %s p99 %s ms", num(res.TargetRate), op, num(p99))
 			if res.ErrorRate > 0.01 {
@@ -248,7 +257,6 @@ func failedSteps(runs map[int]RunFile, bound time.Duration) string {
 				end += fmt.Sprintf(", %.0f of %.0f log syncs over %s ms", u.WALSyncsSlow, u.WALSyncs, num(u.WALSlowMs))
 			}
 			ends = append(ends, end)
-			break
 		}
 	}
 	return strings.Join(ends, "; ")
@@ -265,11 +273,11 @@ const (
 
 // kneeOf is r's knee (Knee) and what it is; a run without steps has knee 0.
 func kneeOf(r RunFile, bound time.Duration) (float64, kneeBound) {
-	knee, ok := Knee(r.Results, bound)
+	knee, ok, reached := Knee(r.Results, bound)
 	switch {
 	case !ok && len(r.Results) > 0:
 		return r.Results[0].TargetRate, kneeBelow
-	case ok && knee == r.Results[len(r.Results)-1].TargetRate:
+	case ok && !reached:
 		return knee, kneeAtLeast
 	}
 	return knee, kneeExact

@@ -131,4 +131,21 @@ func TestHeadline(t *testing.T) {
 		"| soc-Epinions1 capacity, Rookery / postgres front | ≤ 8.33 x |  |  |  | ≥ 2.5x | - |",
 		"| soc-Epinions1 capacity, Rookery / redis-list front | ≤ 1.00 x |  |  |  | ≥ 0.7x | - |",
 	)
+
+	// Refined sweeps (Sweep's refine): the knee is the highest rate that passed, the last step's
+	// when it passed (not a sweep that never failed), and what ended it the lowest rate that failed.
+	dir = t.TempDir()
+	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 20), step(1440, 80), step(1315, 30), step(1376, 45)) // 1376
+	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60), step(438, 70), step(419, 90))                    // 400
+	write("capacity-reed98-redis-list-1.json", step(1000, 10), step(1200, 60), step(1095, 20), step(1146, 20))              // 1146
+	check(
+		"| Reed98 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1376 /s | 400 /s | 1146 /s |",
+		"| ... what ended Rookery's sweep | 1440/s: feed p99 80.0 ms |",
+		"| Reed98 capacity, Rookery / postgres front | 3.44 x |  |  |  | ≥ 2.5x | yes |",
+		"| Reed98 capacity, Rookery / redis-list front | 1.20 x |  |  |  | ≥ 0.7x | yes |",
+	)
+	dir = t.TempDir()
+	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 80), step(1095, 60), step(1047, 20)) // 1047
+	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60))                                  // 400
+	check("| ... what ended Rookery's sweep | 1095/s: feed p99 60.0 ms |", "| Reed98 capacity, Rookery / postgres front | 2.62 x |")
 }

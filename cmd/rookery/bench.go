@@ -28,6 +28,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 		steps, conns, feedLimit           int
 		minSamples                        int
 		sweepFactor                       float64
+		refine                            int
 		seed                              uint64
 		streams                           int
 		webhooks                          bool
@@ -133,7 +134,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 					return errors.New("--sweep-factor must be more than 1")
 				}
 				bc.MinSamples = minSamples
-				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps, sweepFactor)
+				results, err = bench.Sweep(cmd.Context(), t, bc, bound, steps, sweepFactor, refine)
 			} else {
 				var r bench.Result
 				live.reset()
@@ -148,9 +149,9 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				bench.Table(stdout, r)
 			}
 			if sweep {
-				rate, ok := bench.Knee(results, bound)
+				rate, ok, reached := bench.Knee(results, bound)
 				switch {
-				case ok && rate == results[len(results)-1].TargetRate:
+				case ok && !reached:
 					fmt.Fprintf(stdout, "\nknee: not reached (every step passed, up to %.0f/s: raise --steps or --rate)\n", rate)
 				case ok:
 					fmt.Fprintf(stdout, "\nknee: %.0f/s (the last rate with every p99 <= %v and errors <= 1%%)\n", rate, bound)
@@ -189,7 +190,8 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.BoolVar(&sweep, "sweep", false, "raise the rate until a p99 passes --p99-bound or errors pass 1%")
 	f.DurationVar(&bound, "p99-bound", 50*time.Millisecond, "the p99 bound of a sweep")
 	f.IntVar(&steps, "steps", 8, "the most steps of a sweep")
-	f.Float64Var(&sweepFactor, "sweep-factor", 1.2, "a sweep's rate grows by this factor each step (the knee is known to within it)")
+	f.Float64Var(&sweepFactor, "sweep-factor", 1.2, "a sweep's rate grows by this factor each step (the knee is known to within it, before --refine)")
+	f.IntVar(&refine, "refine", 2, "after a sweep's first step that fails, this many more steps, each halfway (geometrically) between the highest rate that passed and the lowest that failed (2 with --sweep-factor 1.2: the knee is known to within 1.047x)")
 	f.IntVar(&minSamples, "min-samples", 500, "a step of a sweep sends longer than --duration where the mix's rarest operation would get fewer requests than this (a p99 of a few hundred is one stall's; 0: never longer)")
 	f.IntVar(&conns, "connections", 256, "HTTP connections to the server")
 	f.IntVar(&feedLimit, "feed-limit", bench.DSBPageSize, "page size of feed and user-posts reads (DeathStarBench: 10)")
