@@ -154,7 +154,7 @@ func benchCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 				case ok && !reached:
 					fmt.Fprintf(stdout, "\nknee: not reached (every step passed, up to %.0f/s: raise --steps or --rate)\n", rate)
 				case ok:
-					fmt.Fprintf(stdout, "\nknee: %.0f/s (the last rate with every p99 <= %v and errors <= 1%%)\n", rate, bound)
+					fmt.Fprintf(stdout, "\nknee: %.0f/s (the highest rate with every p99 <= %v and errors <= 1%%)\n", rate, bound)
 				default:
 					fmt.Fprintf(stdout, "\nknee: none (the first rate already failed the bound)\n")
 				}
