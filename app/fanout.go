@@ -66,11 +66,12 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	// the post's feed.post event, once it is in their timelines.
 	var reached []string
 	err := a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
-		if err := a.timelines.Push(ctx, users, entry); err != nil {
+		pushed, err := a.timelines.Push(ctx, users, entry)
+		if err != nil {
 			return err
 		}
 		if a.log.Enabled(ctx, slog.LevelDebug) {
-			reached = append(reached, users...)
+			reached = append(reached, pushed...)
 		}
 		return a.streamPost(ctx, users, entry)
 	})

@@ -37,14 +37,17 @@ type NotificationsPayload struct {
 	Notifications []NotificationPayload `json:"notifications"`
 }
 
-// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event.
-func notificationsOf(ev rookery.Event) ([]NotificationPayload, error) {
+// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event,
+// each decoded into an N: NotificationPayload, or a struct of some of its fields.
+func notificationsOf[N any](ev rookery.Event) ([]N, error) {
 	if ev.Type == NotificationCreated {
-		var p NotificationPayload
+		var p N
 		err := json.Unmarshal(ev.Payload, &p)
-		return []NotificationPayload{p}, err
+		return []N{p}, err
 	}
-	var p NotificationsPayload
+	var p struct {
+		Notifications []N `json:"notifications"`
+	}
 	err := json.Unmarshal(ev.Payload, &p)
 	return p.Notifications, err
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -140,14 +141,16 @@ func checkUser(op rookery.Op, user string) error {
 
 // Push implements timeline.Store. The users are taken 100 at a time (a batch read of their markers,
 // one batch write of entries), the batches concurrently, so that their synced commits share a sync.
-func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
 	const op rookery.Op = "tablestore.Push"
 	for _, u := range users {
 		if err := checkUser(op, u); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
+	var mu sync.Mutex
+	var reached []string
+	err := concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
 		keys := make([]table.Key, len(chunk))
 		for i, u := range chunk {
 			keys[i] = markerKey(u)
@@ -157,11 +160,12 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 			return err
 		}
 		var writes []table.Write
-		var trim []string
+		var trim, live []string
 		for i, m := range markers {
 			if m == nil {
 				continue // no timeline: it is built on its next read
 			}
+			live = append(live, chunk[i])
 			writes = append(writes, table.ImmutablePutWrite(s.entryItem(chunk[i], e)))
 			if timeline.TrimDue(chunk[i], e.PostID) {
 				trim = append(trim, chunk[i])
@@ -177,8 +181,15 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) erro
 				return err
 			}
 		}
+		mu.Lock()
+		reached = append(reached, live...)
+		mu.Unlock()
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return reached, nil
 }
 
 // concurrently runs do for each part, all at once, and returns the first error.
