@@ -37,18 +37,14 @@ type NotificationsPayload struct {
 	Notifications []NotificationPayload `json:"notifications"`
 }
 
-// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event,
-// each decoded into an N: NotificationPayload, or a struct of some of its fields.
-func notificationsOf[N any](ev rookery.Event) ([]N, error) {
+// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event
+// (decoded once for the groups that handle it: they must not change them).
+func (a *App) notificationsOf(ev rookery.Event) ([]NotificationPayload, error) {
 	if ev.Type == NotificationCreated {
-		var p N
-		err := json.Unmarshal(ev.Payload, &p)
-		return []N{p}, err
+		p, err := payloadOf[NotificationPayload](&a.payloads, ev)
+		return []NotificationPayload{p}, err
 	}
-	var p struct {
-		Notifications []N `json:"notifications"`
-	}
-	err := json.Unmarshal(ev.Payload, &p)
+	p, err := payloadOf[NotificationsPayload](&a.payloads, ev)
 	return p.Notifications, err
 }
 
@@ -109,8 +105,8 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		}
 		notices = append(notices, notice{recipient: p.PostOwner, typ: "comment", actor: p.AuthorID, post: p.PostID, comment: p.CommentID, at: at})
 	case PostCreated:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := payloadOf[PostPayload](&a.payloads, ev)
+		if err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		post, err := a.table.Get(ctx, postKey(p.PostID))
