@@ -441,8 +441,8 @@ func (a *App) ApplyActivities(ctx context.Context, ev rookery.Event) error {
 	var act activity
 	switch ev.Type {
 	case PostCreated:
-		p, err := payloadOf[PostPayload](&a.payloads, ev)
-		if err != nil {
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, "malformed event", err)
 		}
 		act = activity{user: p.AuthorID, typ: "post", at: p.CreatedAt.Time}

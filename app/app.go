@@ -126,7 +126,6 @@ type App struct {
 	recent             recentPosts
 	rebuilds           singleflight.Group // timeline rebuilds under way, by reader
 	pages              *feedPages         // nil: none kept
-	payloads           payloads           // the latest events' payloads, decoded once for all groups
 
 	eng         Engagement
 	boards      boardCache

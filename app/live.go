@@ -751,8 +751,8 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		}
 		return a.streamRecent(ctx, reader, author)
 	case ActivityRecorded:
-		p, err := payloadOf[ActivityPayload](&a.payloads, ev)
-		if err != nil {
+		var p ActivityPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		present, err := a.presentUsers(ctx, []string{p.UserID})

@@ -37,14 +37,18 @@ type NotificationsPayload struct {
 	Notifications []NotificationPayload `json:"notifications"`
 }
 
-// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event
-// (decoded once for the groups that handle it: they must not change them).
-func (a *App) notificationsOf(ev rookery.Event) ([]NotificationPayload, error) {
+// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event,
+// each decoded into an N: NotificationPayload, or a struct of some of its fields.
+func notificationsOf[N any](ev rookery.Event) ([]N, error) {
 	if ev.Type == NotificationCreated {
-		p, err := payloadOf[NotificationPayload](&a.payloads, ev)
-		return []NotificationPayload{p}, err
+		var p N
+		err := json.Unmarshal(ev.Payload, &p)
+		return []N{p}, err
 	}
-	p, err := payloadOf[NotificationsPayload](&a.payloads, ev)
+	var p struct {
+		Notifications []N `json:"notifications"`
+	}
+	err := json.Unmarshal(ev.Payload, &p)
 	return p.Notifications, err
 }
 
@@ -105,8 +109,8 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		}
 		notices = append(notices, notice{recipient: p.PostOwner, typ: "comment", actor: p.AuthorID, post: p.PostID, comment: p.CommentID, at: at})
 	case PostCreated:
-		p, err := payloadOf[PostPayload](&a.payloads, ev)
-		if err != nil {
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		post, err := a.table.Get(ctx, postKey(p.PostID))

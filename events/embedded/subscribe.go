@@ -282,11 +282,8 @@ func (s *subscription) pickLocked(now time.Time) (*delivery, time.Duration, erro
 // busyFor is how long the partition hands out nothing from now: until the ack wait of its delivery
 // in flight passes, or until its retry is due; 0 if it may hand out its next event now.
 func (ps *partState) busyFor(now time.Time) time.Duration {
-	switch {
-	case ps.inFlight:
+	if ps.inFlight {
 		return max(0, ps.deliveredAt.Add(ps.ackWait).Sub(now))
-	case ps.notBefore.IsZero(): // no retry waits, as in most partitions: no clock arithmetic
-		return 0
 	}
 	return max(0, ps.notBefore.Sub(now))
 }
@@ -296,8 +293,10 @@ func (ps *partState) busyFor(now time.Time) time.Duration {
 func (s *subscription) readyLocked(now time.Time) bool {
 	l, g := s.l, s.g
 	for p := range g.parts {
-		more := p < l.parts && g.committed[p] < l.next[p] || p == l.parts && !g.noReplays
-		if more && g.parts[p].busyFor(now) == 0 {
+		if g.parts[p].busyFor(now) > 0 {
+			continue
+		}
+		if p < l.parts && g.committed[p] < l.next[p] || p == l.parts && !g.noReplays {
 			return true
 		}
 	}
