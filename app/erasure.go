@@ -254,16 +254,13 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 			return a.eraseItem(ctx, commentKey(p.PostID, p.CommentID), a.eraseComment)
 		})
 	case PostCreated:
-		var p struct { // of PostPayload, what the check reads (the rest, its time above all, cost more to decode)
-			PostID   string `json:"post_id"`
-			AuthorID string `json:"author_id"`
-		}
+		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
 		return a.ifGone(ctx, []string{p.AuthorID}, func() error { return a.eraseItem(ctx, postKey(p.PostID), a.erasePost) })
 	case NotificationsCreated, NotificationCreated:
-		ns, err := notificationsOf[noticeParties](ev)
+		ns, err := notificationsOf(ev)
 		if err != nil {
 			return bad(err)
 		}
@@ -297,24 +294,13 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 			return a.table.Delete(ctx, k)
 		})
 	case ActivityRecorded:
-		var p struct {
-			UserID string `json:"user_id"` // of ActivityPayload, what the check reads
-		}
+		var p ActivityPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
 		}
 		return a.ifGone(ctx, []string{p.UserID}, func() error { return a.eraseEngagement(ctx, p.UserID) })
 	}
 	return nil
-}
-
-// noticeParties is what the erasure check reads of a notification in an event (of
-// NotificationPayload): its id and parties. Decoding the whole payload, its time above all, was
-// half of the check's cost.
-type noticeParties struct {
-	Recipient string `json:"user_id"`
-	ID        string `json:"notification_id"`
-	Actor     string `json:"actor_id"`
 }
 
 // ifGone runs erase if any of users is a deleted user.

@@ -66,12 +66,11 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	// the post's feed.post event, once it is in their timelines.
 	var reached []string
 	err := a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
-		pushed, err := a.timelines.Push(ctx, users, entry)
-		if err != nil {
+		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
 		if a.log.Enabled(ctx, slog.LevelDebug) {
-			reached = append(reached, pushed...)
+			reached = append(reached, users...)
 		}
 		return a.streamPost(ctx, users, entry)
 	})

@@ -293,7 +293,7 @@ func (s *changeBeforeWrite) Merge(ctx context.Context, user string, entries []ti
 	return s.Store.Merge(ctx, user, entries)
 }
 
-func (s *changeBeforeWrite) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
+func (s *changeBeforeWrite) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	s.run()
 	return s.Store.Push(ctx, users, e)
 }

@@ -172,15 +172,9 @@ type changeTimelines struct {
 
 func (s changeTimelines) users(users ...string) { s.c.changedUsers(users) }
 
-// Push notes only the timelines it reached (most followers have none); after an error, all.
-func (s changeTimelines) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
-	reached, err := s.Store.Push(ctx, users, e)
-	if err != nil {
-		s.users(users...)
-		return nil, err
-	}
-	s.users(reached...)
-	return reached, nil
+func (s changeTimelines) Push(ctx context.Context, users []string, e timeline.Entry) error {
+	defer s.users(users...)
+	return s.Store.Push(ctx, users, e)
 }
 
 func (s changeTimelines) Begin(ctx context.Context, user string) (string, error) {

@@ -37,17 +37,14 @@ type NotificationsPayload struct {
 	Notifications []NotificationPayload `json:"notifications"`
 }
 
-// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event,
-// each decoded into an N: NotificationPayload, or a struct of some of its fields.
-func notificationsOf[N any](ev rookery.Event) ([]N, error) {
+// notificationsOf returns the notifications of a NotificationsCreated or NotificationCreated event.
+func notificationsOf(ev rookery.Event) ([]NotificationPayload, error) {
 	if ev.Type == NotificationCreated {
-		var p N
+		var p NotificationPayload
 		err := json.Unmarshal(ev.Payload, &p)
-		return []N{p}, err
+		return []NotificationPayload{p}, err
 	}
-	var p struct {
-		Notifications []N `json:"notifications"`
-	}
+	var p NotificationsPayload
 	err := json.Unmarshal(ev.Payload, &p)
 	return p.Notifications, err
 }

@@ -456,7 +456,7 @@ func (a *App) webhookMessages(ctx context.Context, ev rookery.Event) ([]webhookM
 		}
 		return []webhookMsg{{"msg_" + ev.ID, typ, data}}, nil
 	}
-	ns, err := notificationsOf[NotificationPayload](ev)
+	ns, err := notificationsOf(ev)
 	if err != nil {
 		return nil, rookery.E("app.webhookMessages", rookery.Invalid, "malformed event", err)
 	}

@@ -65,7 +65,7 @@ func TestFailedRebuildLosesNoPost(t *testing.T) {
 				t.Fatal(err)
 			}
 			late := timeline.Entry{PostID: pOld["id"].(string), AuthorID: "a", At: at.Truncate(time.Millisecond)}
-			if _, err := f.timelines.Push(context.Background(), []string{"r"}, late); err != nil {
+			if err := f.timelines.Push(context.Background(), []string{"r"}, late); err != nil {
 				t.Fatal(err)
 			}
 			for range 2 { // the read that rebuilds, and one from the timeline it built

@@ -83,10 +83,8 @@ type Store interface {
 	// Push adds e to the timeline of each user in users whose timeline exists (complete or being
 	// built), and trims each to the cap (possibly lazily: a timeline may briefly hold a few more,
 	// the oldest), raising its floor to the newest entry cut. Adding an entry a timeline holds
-	// already changes nothing (fan-out is redelivered). It returns the users whose timelines it
-	// reached (those that exist: most followers have none), in no particular order; after an
-	// error, any of users may have been reached.
-	Push(ctx context.Context, users []string, e Entry) (reached []string, err error)
+	// already changes nothing (fan-out is redelivered).
+	Push(ctx context.Context, users []string, e Entry) error
 
 	// Page returns up to limit (1..100) entries of user's complete timeline that are older than
 	// before (the zero Entry: from the newest) and not older than its floor, newest first. Fewer

@@ -83,7 +83,7 @@ func TestCrashPusher(t *testing.T) {
 		go func() {
 			for i := 0; ; i++ {
 				n := crashPost(r, w, i)
-				if _, err := s.Push(ctx, users, crashEntry(n)); err != nil {
+				if err := s.Push(ctx, users, crashEntry(n)); err != nil {
 					fmt.Println("error", err)
 					os.Exit(2)
 				}

@@ -25,26 +25,26 @@ func setEntries(b *cpebble.Batch, users []string, e timeline.Entry) {
 }
 
 // Push implements timeline.Store.
-func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "pebblestore.Push"
 	for _, u := range users {
 		if err := checkUser(op, u); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := checkPost(op, e.PostID); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, rookery.E(op, rookery.Unavailable, err)
+		return rookery.E(op, rookery.Unavailable, err)
 	}
 	if len(users) == 0 {
-		return nil, nil
+		return nil
 	}
 	users = sortedSet(users) // so are their markers and entries
 	exp := make([]int64, len(users))
 	if err := s.expiries(users, exp); err != nil {
-		return nil, internal(op, err)
+		return internal(op, err)
 	}
 	now := s.clock.Now().UnixMilli()
 	var live, trim []string
@@ -57,7 +57,7 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]s
 		}
 	}
 	if len(live) == 0 {
-		return nil, nil // none of the timelines exists
+		return nil // none of the timelines exists
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -65,19 +65,16 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]s
 	others := s.heads.pushStart(live)
 	if err := b.Commit(cpebble.NoSync); err != nil {
 		s.heads.drop(live...) // it may have written
-		return nil, internal(op, err)
+		return internal(op, err)
 	}
 	s.heads.pushed(live, others, e)
 	for _, u := range trim {
 		if err := s.trim(u, cpebble.NoSync); err != nil {
-			return nil, internal(op, err)
+			return internal(op, err)
 		}
 	}
 	// One sync makes the whole push durable: the write-ahead log is a sequence.
-	if err := s.syncLog(); err != nil {
-		return nil, internal(op, err)
-	}
-	return live, nil
+	return internal(op, s.syncLog())
 }
 
 // sortedSet returns users in ascending order without repeats, in a slice of its own. Fan-out's

@@ -222,12 +222,12 @@ const pushBatch = 256
 
 // Push implements timeline.Store: one pipeline for the batch of users, of one addEach call per
 // pushBatch timelines (per timeline on a cluster).
-func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "redis.Push"
 	keys := make([]string, len(users))
 	for i, u := range users {
 		if err := checkUser(op, u); err != nil {
-			return nil, err
+			return err
 		}
 		keys[i] = s.tlKey(u)
 	}
@@ -242,21 +242,20 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]s
 		}
 	})
 	if err != nil {
-		return nil, translate(op, err)
+		return translate(op, err)
 	}
-	var reached []string
 	var holders []any
 	i := 0 // the user of the next flag: the calls' flags follow users' order
 	for _, c := range cmds {
 		flags, _ := c.(*goredis.Cmd).Int64Slice()
 		for _, f := range flags {
 			if f == 1 {
-				reached, holders = append(reached, users[i]), append(holders, users[i])
+				holders = append(holders, users[i])
 			}
 			i++
 		}
 	}
-	return reached, translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
+	return translate(op, s.hold(ctx, holders, []timeline.Entry{e}))
 }
 
 // evalSha runs the calls of script (EVALSHA) that fill adds to a pipeline. If Redis does not have

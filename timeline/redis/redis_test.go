@@ -80,7 +80,7 @@ func TestPushAfterScriptFlush(t *testing.T) {
 		if err := client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Push(ctx, []string{"a", "b"}, timeline.Entry{PostID: post, AuthorID: "x", At: at.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+		if err := s.Push(ctx, []string{"a", "b"}, timeline.Entry{PostID: post, AuthorID: "x", At: at.Add(time.Duration(i) * time.Millisecond)}); err != nil {
 			t.Fatalf("push after SCRIPT FLUSH: %v", err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestPushHoldsTheCapExactly(t *testing.T) {
 	base := time.Now()
 	for n := range cap + 3 {
 		e := timeline.Entry{PostID: fmt.Sprintf("p%02d", n), AuthorID: "a", At: base.Add(time.Duration(n) * time.Second)}
-		if _, err := s.Push(ctx, []string{"u"}, e); err != nil {
+		if err := s.Push(ctx, []string{"u"}, e); err != nil {
 			t.Fatal(err)
 		}
 		keys := client.Keys(ctx, "{"+prefix+":*").Val()

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -141,16 +140,14 @@ func checkUser(op rookery.Op, user string) error {
 
 // Push implements timeline.Store. The users are taken 100 at a time (a batch read of their markers,
 // one batch write of entries), the batches concurrently, so that their synced commits share a sync.
-func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]string, error) {
+func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) error {
 	const op rookery.Op = "tablestore.Push"
 	for _, u := range users {
 		if err := checkUser(op, u); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	var mu sync.Mutex
-	var reached []string
-	err := concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
+	return concurrently(slices.Collect(slices.Chunk(users, table.MaxBatchGet)), func(chunk []string) error {
 		keys := make([]table.Key, len(chunk))
 		for i, u := range chunk {
 			keys[i] = markerKey(u)
@@ -160,12 +157,11 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]s
 			return err
 		}
 		var writes []table.Write
-		var trim, live []string
+		var trim []string
 		for i, m := range markers {
 			if m == nil {
 				continue // no timeline: it is built on its next read
 			}
-			live = append(live, chunk[i])
 			writes = append(writes, table.ImmutablePutWrite(s.entryItem(chunk[i], e)))
 			if timeline.TrimDue(chunk[i], e.PostID) {
 				trim = append(trim, chunk[i])
@@ -181,15 +177,8 @@ func (s *Store) Push(ctx context.Context, users []string, e timeline.Entry) ([]s
 				return err
 			}
 		}
-		mu.Lock()
-		reached = append(reached, live...)
-		mu.Unlock()
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return reached, nil
 }
 
 // concurrently runs do for each part, all at once, and returns the first error.
