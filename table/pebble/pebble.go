@@ -128,6 +128,14 @@ func tune(po *cpebble.Options) {
 	// time): fan-out writes faster (docs/performance.md).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
 	po.FormatMajorVersion = cpebble.FormatNewest
+	// No compactions for tombstone density alone: timelines' trims and indexes' moved entries leave
+	// tombstones in every table of the base level, and Pebble's default compacted those tables
+	// into the last level as soon as a tenth of their blocks were dense with them, rewriting the
+	// last level's overlapping tables for a few MB each: most compactions, and a quarter of the
+	// bytes written, at 1,000 posts a second. The tombstones go down with the base level's data
+	// in the compactions its size calls for, and reads seldom meet them: a timeline is read from
+	// its newest entries, and its trims' tombstones are older than its oldest.
+	po.Experimental.TombstoneDenseCompactionThreshold = -1
 	// Tables are compressed in the last level, which holds most of the data (each level is ten
 	// times the one above) and is rewritten least, and in level 0, where flushes write the blob
 	// files of the event log's values (pebblekit: written once, seldom rewritten) and what
