@@ -11,6 +11,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/cache"
+	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/streak"
 	"github.com/rookery/rookery/table"
 )
@@ -19,7 +20,9 @@ import (
 // leaderboards"). The rules of a streak are package streak's; this file stores them:
 //
 //   - An activity is recorded in one transaction: the claim of its idempotency key (a conditional
-//     put: a duplicate key counts nothing twice), the activity record (expires after 90 days), the
+//     put: a duplicate key counts nothing twice; an event's activity has no claim: its record's key
+//     is the event's, and the record's own conditional put is the claim), the activity record
+//     (expires after 90 days), the
 //     user's daily total for the local date (kept forever), the user's streak record (optimistic
 //     locking: a version checked by the write, retried on conflict) and the ActivityRecorded event.
 //   - The streak record is cached write-through (Redis when configured): after the transaction
@@ -230,6 +233,10 @@ func (a *App) cacheStreak(ctx context.Context, r streakRecord) {
 type activity struct {
 	user, typ, key, source string
 	at                     time.Time
+	// event is the id of the event an activity was derived from (posts, comments and likes made
+	// through the API), "" for an activity the client recorded. It is the activity's id, so its
+	// record's key is the same on every delivery of the event.
+	event string
 }
 
 // RecordActivity records an activity of the acting user (API.md POST /v1/activities). The type
@@ -291,8 +298,6 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 	// of one record mostly fail their version checks and the unlucky ones run out of attempts.
 	defer a.streakLocks.Lock(act.user)()
 	points := a.eng.Points[act.typ]
-	sum := sha256.Sum256([]byte(act.key))
-	claimK := activityClaimKey(act.user, hex.EncodeToString(sum[:]))
 	for attempt := 0; attempt < maxStreakAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(200*time.Microsecond))))
@@ -317,7 +322,10 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		rec.Points += points
 		rec.Version++
 
-		id := a.ids()
+		id := act.event
+		if id == "" {
+			id = a.ids()
+		}
 		ev, err := a.event(ctx, ActivityRecorded, "activities:"+act.user, ActivityPayload{UserID: act.user, ActivityID: id, Type: act.typ,
 			Source: act.source, Points: points, Date: day.String(), Counts: counts, OccurredAt: rookery.Time{Time: act.at},
 			StreakBefore: before, StreakAfter: rec.view(now).CurrentStreak}, now)
@@ -329,22 +337,35 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		if counts {
 			daily.Set["streak_day"] = true
 		}
-		writes := []table.Write{
-			// On an event's first delivery no delivery of it claimed its key before, so the claim
-			// reads nothing (putNew; a read of a key the store does not hold was the costliest of
-			// the four). A client's own key of the same text, chosen on purpose, is overwritten.
-			putNew(ctx, table.Item{table.PK: claimK.PK, table.SK: claimK.SK, "activity_id": id, "points": points, table.TTL: expires}),
-			table.ImmutablePutWrite(activityItem(act.user, id, act.typ, act.source, points, act.at, expires)),
-			table.UpdateWrite(dailyKey(act.user, day), daily),
-			table.PutWrite(rec.item(a.eng.StreakShards), table.VersionIs("version", old)),
+		// The transaction's first `claims` writes are conditional puts; one failing means a duplicate.
+		item := activityItem(act.user, id, act.typ, act.source, points, act.at, expires)
+		var writes []table.Write
+		claims := 1
+		switch {
+		case act.event == "":
+			writes = append(writes, activityClaim(act.user, act.key, id, points, expires), table.ImmutablePutWrite(item))
+		case events.IsFirstDelivery(ctx):
+			// An event's activity record has the same key on every delivery, so the record is the
+			// claim, and no delivery of the event wrote it before the first: the put reads nothing
+			// (a read of a key the store does not hold was the costliest of the four).
+			writes = append(writes, table.ImmutablePutWrite(item))
+		default:
+			// A redelivery also claims the key "event:<id>", which an earlier version claimed
+			// instead of writing the record under the event's id, so that an event it handled
+			// counts once after an upgrade.
+			writes = append(writes, activityClaim(act.user, "event:"+act.event, id, points, expires), table.PutWrite(item, table.NotExists(table.PK)))
+			claims = 2
 		}
+		writes = append(writes,
+			table.UpdateWrite(dailyKey(act.user, day), daily),
+			table.PutWrite(rec.item(a.eng.StreakShards), table.VersionIs("version", old)))
 		err = a.writeWithEvent(ctx, writes, ev)
 		var ce *table.ConditionError
 		switch {
 		case err == nil:
 			a.cacheStreak(ctx, rec)
 			return ActivityResult{PointsAwarded: points, Streak: rec.view(now)}, nil
-		case errors.As(err, &ce) && ce.Index == 0:
+		case errors.As(err, &ce) && ce.Index < claims:
 			return a.duplicate(ctx, op, act.user)
 		case errors.As(err, &ce):
 			continue // the streak record changed under us: read it again from the table
@@ -353,6 +374,13 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		}
 	}
 	return ActivityResult{}, rookery.E(op, rookery.Unavailable, "the streak is being changed by many writers; retry")
+}
+
+// activityClaim is the conditional put that claims an activity's idempotency key for user.
+func activityClaim(user, key, id string, points, expires int64) table.Write {
+	sum := sha256.Sum256([]byte(key))
+	k := activityClaimKey(user, hex.EncodeToString(sum[:]))
+	return table.PutWrite(table.Item{table.PK: k.PK, table.SK: k.SK, "activity_id": id, "points": points, table.TTL: expires}, table.NotExists(table.PK))
 }
 
 // duplicate is the reply to an activity whose key was recorded before: nothing is awarded by it
@@ -464,7 +492,7 @@ func (a *App) ApplyActivities(ctx context.Context, ev rookery.Event) error {
 	if _, ok := a.eng.Points[act.typ]; !ok || !rookery.ValidUserID(act.user) {
 		return nil
 	}
-	act.key, act.source = "event:"+ev.ID, "api"
+	act.event, act.source = ev.ID, "api"
 	_, err := a.record(ctx, op, act)
 	if rookery.IsKind(err, rookery.NotFound) {
 		return nil

@@ -49,7 +49,8 @@ import (
 //	Streak record   STREAK#<user>          META        user_id, record (JSON: streak state, zone and
 //	                                                   its recent changes, points), version;
 //	                                                   GSI2 TOPSTREAKS#<shard> / <streak 9>#<user>
-//	Activity claim  ACTKEY#<user>#<sha256> -           activity_id, points, ttl (90 days)
+//	Activity claim  ACTKEY#<user>#<sha256> -           activity_id, points, ttl (90 days) (a client's
+//	                                                   key; an event's activity has the event's id)
 //	Activity        ACT#<user>             EV#<ts>#<id> type, source, points, occurred_at, ttl (90 d)
 //	Daily activity  ACT#<user>             DAY#<date>  date, points, events, streak_day (kept)
 //	Author score    SCORE#<author>         <period>#<key> posts, likes, score, version;
@@ -109,7 +110,8 @@ import (
 //	an endpoint's due deliveries        Query WHQ#<endpoint>, SK <= <now 13>~, ascending
 //	followed celebrities                Query CELEBRITIES (cached 1 s) -> BatchGet FOLLOW#<reader>
 //	streak of a user (every app open)   the write-through cache, else Get(STREAK#<user>, META)
-//	is this activity a duplicate        the conditional put of ACTKEY#<user>#<key hash> (NotExists)
+//	is this activity a duplicate        the conditional put of ACTKEY#<user>#<key hash> (NotExists);
+//	                                    an event's: of its ACT#<user>, EV#<ts>#<event id> (NotExists)
 //	points history, last N local days   Query ACT#<user>, between(DAY#<from>, DAY#<to>), descending
 //	top streaks                         Query GSI2 TOPSTREAKS#<shard>, descending, on every shard
 //	top authors of a day/week/month     Query GSI2 TOPAUTHORS#<period>#<key>, descending

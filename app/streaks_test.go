@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -177,4 +178,55 @@ func showStreak(s app.Streak) string {
 		out += ", not counting (zone changes)"
 	}
 	return out
+}
+
+// TestEventActivityCountsOnce: a post's activity is recorded under the event's id, so a redelivery
+// of the event counts nothing, also for an event whose activity an earlier version recorded by
+// claiming the key "event:<id>" (a redelivery after an upgrade).
+func TestEventActivityCountsOnce(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			a := newEngagementApp(t, open(t), &testClock{now: now}, app.Engagement{})
+			as := rookery.WithCaller(ctx, rookery.Caller{UserID: "ann"})
+			if _, _, err := a.PutUser(as, "ann", app.UserInput{Username: "ann_"}); err != nil {
+				t.Fatal(err)
+			}
+			points := func() int64 {
+				t.Helper()
+				s, err := a.UserStreak(as, "ann")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s.TotalPoints
+			}
+			deliver := func(id string) {
+				t.Helper()
+				p, err := json.Marshal(app.PostPayload{PostID: "p-" + id, AuthorID: "ann", CreatedAt: rookery.Time{Time: now}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Not a first delivery (the context does not say so): the handler must find what
+				// an earlier delivery recorded.
+				ev := rookery.Event{ID: id, Type: app.PostCreated, Version: 1, Key: "posts:ann", OccurredAt: rookery.Time{Time: now}, Payload: p}
+				if err := a.ApplyActivities(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What an earlier version's consumer did with event E1: the claim of "event:E1".
+			if _, err := a.RecordActivity(as, app.ActivityInput{Type: "post", IdempotencyKey: "event:E1", Source: "api"}); err != nil {
+				t.Fatal(err)
+			}
+			deliver("E1")
+			if got := points(); got != 5 {
+				t.Fatalf("after redelivering an event an earlier version recorded: %d points; want 5", got)
+			}
+			deliver("E2")
+			deliver("E2")
+			if got := points(); got != 10 {
+				t.Fatalf("after delivering a new event twice: %d points; want 10", got)
+			}
+		})
+	}
 }
