@@ -337,25 +337,24 @@ func (a *App) record(ctx context.Context, op rookery.Op, act activity) (Activity
 		if counts {
 			daily.Set["streak_day"] = true
 		}
-		// The transaction's first `claims` writes are conditional puts; one failing means a duplicate.
 		item := activityItem(act.user, id, act.typ, act.source, points, act.at, expires)
 		var writes []table.Write
-		claims := 1
-		switch {
-		case act.event == "":
+		if act.event == "" {
 			writes = append(writes, activityClaim(act.user, act.key, id, points, expires), table.ImmutablePutWrite(item))
-		case events.IsFirstDelivery(ctx):
+		} else {
+			if !events.IsFirstDelivery(ctx) {
+				// A redelivery also claims the key "event:<id>", which an earlier version claimed
+				// instead of writing the record under the event's id, so that an event it handled
+				// counts once after an upgrade.
+				writes = append(writes, activityClaim(act.user, "event:"+act.event, id, points, expires))
+			}
 			// An event's activity record has the same key on every delivery, so the record is the
-			// claim, and no delivery of the event wrote it before the first: the put reads nothing
-			// (a read of a key the store does not hold was the costliest of the four).
-			writes = append(writes, table.ImmutablePutWrite(item))
-		default:
-			// A redelivery also claims the key "event:<id>", which an earlier version claimed
-			// instead of writing the record under the event's id, so that an event it handled
-			// counts once after an upgrade.
-			writes = append(writes, activityClaim(act.user, "event:"+act.event, id, points, expires), table.PutWrite(item, table.NotExists(table.PK)))
-			claims = 2
+			// claim (putNew: on the first delivery it reads nothing; a read of a key the store does
+			// not hold was the costliest of the four).
+			writes = append(writes, putNew(ctx, item))
 		}
+		// A condition failing among these writes means a duplicate.
+		claims := len(writes)
 		writes = append(writes,
 			table.UpdateWrite(dailyKey(act.user, day), daily),
 			table.PutWrite(rec.item(a.eng.StreakShards), table.VersionIs("version", old)))
