@@ -95,7 +95,13 @@ func ids(items any) string {
 
 func eventuallyHTTP(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	eventuallyWithin(t, 10*time.Second, what, check)
+}
+
+// eventuallyWithin is eventuallyHTTP with a deadline of its own, for work with a longer bound.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		err := check()
 		if err == nil {
