@@ -142,12 +142,12 @@ func (a *App) removeRelation(ctx context.Context, op rookery.Op, id, target stri
 
 // blockedBy returns Forbidden if owner has blocked user.
 func (a *App) blockedBy(ctx context.Context, op rookery.Op, owner, user string) error {
-	_, err := a.table.Get(ctx, blockKey(owner, user))
-	switch {
-	case err == nil:
-		return rookery.E(op, rookery.Forbidden, "this user has blocked you")
-	case rookery.IsKind(err, rookery.NotFound):
-		return nil
+	blocked, err := a.haveBlocked(ctx, []string{owner}, user)
+	if err != nil {
+		return err
 	}
-	return err
+	if blocked[0] {
+		return rookery.E(op, rookery.Forbidden, "this user has blocked you")
+	}
+	return nil
 }

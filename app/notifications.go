@@ -207,27 +207,30 @@ func (a *App) streamNotices(ctx context.Context, news []newNotice) error {
 }
 
 // newNotices returns the notifications of notices to create: not those whose recipient is their
-// actor or has blocked the actor (their blocks read in one batch). The i-th notice's id is
-// eventID's, with a suffix after the first (one event, several recipients: mentions), so that a
-// redelivery gives each the same id whatever blocks changed since.
+// actor or has blocked the actor (haveBlocked: an event's notices share their actor). The i-th
+// notice's id is eventID's, with a suffix after the first (one event, several recipients:
+// mentions), so that a redelivery gives each the same id whatever blocks changed since.
 func (a *App) newNotices(ctx context.Context, eventID string, notices []notice) ([]newNotice, error) {
-	var keys []table.Key
-	var told []int // the notices whose blocks keys has, by index
+	var recipients []string
+	var told []int // the notices recipients has, by index
 	for i, n := range notices {
+		if n.actor != notices[0].actor {
+			return nil, rookery.E("app.newNotices", rookery.Internal, "an event's notices have more than one actor")
+		}
 		if n.recipient != "" && n.recipient != n.actor {
-			keys, told = append(keys, blockKey(n.recipient, n.actor)), append(told, i)
+			recipients, told = append(recipients, n.recipient), append(told, i)
 		}
 	}
-	if len(keys) == 0 {
+	if len(recipients) == 0 {
 		return nil, nil
 	}
-	blocks, err := a.table.BatchGet(ctx, keys)
+	blocked, err := a.haveBlocked(ctx, recipients, notices[0].actor)
 	if err != nil {
 		return nil, err
 	}
 	var news []newNotice
 	for j, i := range told {
-		if blocks[j] != nil {
+		if blocked[j] {
 			continue
 		}
 		n, id := notices[i], eventID

@@ -31,10 +31,11 @@ type readerEdges = keptByUser[readerSets]
 const readerEdgesMax = 5_000
 
 // edgeChange marks a change of the edge from -> to (a follow, block or mute) as under way for the
-// kept sets of both, until the returned func is called.
+// kept sets of both, and for to's blockers (a follow or mute drops them too: reading them again is
+// one index range), until the returned func is called.
 func (a *App) edgeChange(from, to string) (done func()) {
-	d1, d2 := a.readers.change(from), a.readers.change(to)
-	return func() { d1(); d2() }
+	d1, d2, d3 := a.readers.change(from), a.readers.change(to), a.blockers.change(to)
+	return func() { d1(); d2(); d3() }
 }
 
 // readerSetsOf reads reader's sets whole and keeps them (or that they are too big).
@@ -87,6 +88,67 @@ func (a *App) readKeySet(ctx context.Context, q table.Query, of func(table.Key) 
 	}
 }
 
+// blockerSet is who blocks a user, kept (keptByUser: in the store's only writer, where index
+// queries are exact) so that asking whether the users a post mentions, or a notification's
+// recipients, have blocked its author reads one index range a user, once, instead of a key a
+// recipient every time. A user blocked by more than readerEdgesMax is kept as tooBig, and asked
+// key by key. Every block written or deleted goes through edgeChange, which changes its blocked
+// user's set.
+type blockerSet struct {
+	users  map[string]bool
+	tooBig bool
+}
+
+func (s blockerSet) size() int { return 1 + len(s.users) }
+
+// blockersOf returns who blocks user if it is kept, or read whole (and kept); ok is false when it
+// is not known so (nothing is kept in this process, or a change is under way, or it is too big).
+func (a *App) blockersOf(ctx context.Context, user string) (blockers map[string]bool, ok bool, err error) {
+	if s, ok := a.blockers.get(user); ok {
+		return s.users, !s.tooBig, nil
+	}
+	epoch, ok := a.blockers.begin(user)
+	if !ok {
+		return nil, false, nil
+	}
+	s := blockerSet{users: map[string]bool{}}
+	complete, err := a.readKeySet(ctx, table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, edgeFrom, s.users)
+	if err != nil || !complete {
+		if err == nil {
+			a.blockers.keep(user, epoch, blockerSet{tooBig: true})
+		}
+		return nil, false, err
+	}
+	a.blockers.keep(user, epoch, s)
+	return s.users, true, nil
+}
+
+// haveBlocked reports, for each of owners, whether they have blocked actor: from actor's blockers
+// (blockersOf) where they are known, else one key an owner.
+func (a *App) haveBlocked(ctx context.Context, owners []string, actor string) ([]bool, error) {
+	out := make([]bool, len(owners))
+	if blockers, ok, err := a.blockersOf(ctx, actor); err != nil {
+		return nil, err
+	} else if ok {
+		for i, o := range owners {
+			out[i] = blockers[o]
+		}
+		return out, nil
+	}
+	keys := make([]table.Key, len(owners))
+	for i, o := range owners {
+		keys[i] = blockKey(o, actor)
+	}
+	got, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range got {
+		out[i] = it != nil
+	}
+	return out, nil
+}
+
 // likedSet is the posts a reader likes, kept (keptByUser: in the store's only writer, where index
 // queries are exact) so that a page's liked_by_me is no point read per post; a reader who likes
 // more than readerEdgesMax posts is kept as tooBig, and read per post. Every like and unlike is
@@ -134,6 +196,9 @@ func (a *App) followingFromSets(user string) ([]string, bool) {
 
 // readersOf returns the readers' edges d's App keeps, nil for none.
 func readersOf(d Deps) *readerEdges { return keptForReads(d, readerSets.size) }
+
+// blockerSetsOf returns the users' blockers d's App keeps, nil for none.
+func blockerSetsOf(d Deps) *keptByUser[blockerSet] { return keptForReads(d, blockerSet.size) }
 
 // likedSetsOf returns the readers' liked posts d's App keeps, nil for none.
 func likedSetsOf(d Deps) *keptByUser[likedSet] { return keptForReads(d, likedSet.size) }

@@ -23,6 +23,14 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 		return nil
 	})
 
+	// Bob mentions and likes before the block: whoever keeps who blocks bob in memory (the
+	// embedded store's only writer) learns of the block when it is made, and of its lifting.
+	if r := f.do("POST", "/v1/posts", bob, `{"text":"before @alice and @carol"}`); r.status != 201 {
+		t.Fatalf("a mention before the block: %d %s", r.status, r.raw)
+	}
+	f.want(f.do("PUT", "/v1/posts/"+alicePost+"/likes/bob", bob, ""), 200, "")
+	f.want(f.do("DELETE", "/v1/posts/"+alicePost+"/likes/bob", bob, ""), 204, "")
+
 	f.want(f.do("PUT", "/v1/users/alice/blocks/alice", alice, ""), 400, "invalid")
 	f.want(f.do("PUT", "/v1/users/alice/blocks/nobody", alice, ""), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/alice/blocks/bob", bob, ""), 403, "forbidden")
@@ -68,6 +76,10 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 	f.want(f.do("GET", "/v1/posts/"+alicePost, bob, ""), 200, "")
 	f.want(f.do("GET", "/v1/users/bob/following/alice", carol, ""), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")
+	if r := f.do("POST", "/v1/posts", bob, `{"text":"after @alice"}`); r.status != 201 {
+		t.Fatalf("a mention after the unblock: %d %s", r.status, r.raw)
+	}
+	f.want(f.do("PUT", "/v1/posts/"+alicePost+"/likes/bob", bob, ""), 200, "")
 
 	// Mutes: idempotent, for oneself only; their effect is on the home feed.
 	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")

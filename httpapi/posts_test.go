@@ -194,3 +194,39 @@ func TestAuthorPostsPaging(t *testing.T) {
 		t.Fatalf("after a delete, pages of 10 = %v; want %v", got, want)
 	}
 }
+
+// TestMentionsFollowRenamesAndDeletions: a mention names whoever holds the username when the post
+// is made, after renames, a name taken up again and an account deleted (the embedded store's only
+// writer keeps usernames' claims in memory, and must learn of each change).
+func TestMentionsFollowRenamesAndDeletions(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"mnalice", "mnbob", "mncarol"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob, carol := token(t, "mnalice", false), token(t, "mnbob", false), token(t, "mncarol", false)
+	mentions := func(text string) string {
+		t.Helper()
+		r := f.do("POST", "/v1/posts", alice, `{"text":"`+text+`"}`)
+		f.want(r, 201, "")
+		return fmt.Sprint(r.body["mentions"])
+	}
+	if got := mentions("hi @MNbob @mncarol @mnnobody"); got != "[mnbob mncarol]" {
+		t.Fatalf("mentions = %s; want [mnbob mncarol]", got)
+	}
+	f.want(f.do("PUT", "/v1/users/mnbob", bob, `{"username":"mnbobby"}`), 200, "")
+	if got := mentions("hi @mnbob"); got != "[]" {
+		t.Fatalf("a renamed user's old name mentions %s; want []", got)
+	}
+	if got := mentions("hi @mnbobby"); got != "[mnbob]" {
+		t.Fatalf("a renamed user's new name mentions %s; want [mnbob]", got)
+	}
+	f.want(f.do("PUT", "/v1/users/mncarol", carol, `{"username":"mnbob"}`), 200, "")
+	if got := mentions("hi @mnbob @mncarol"); got != "[mncarol]" {
+		t.Fatalf("a name taken up again mentions %s; want [mncarol]", got)
+	}
+	f.want(f.do("DELETE", "/v1/users/mncarol", carol, ""), 204, "")
+	if got := mentions("hi @mnbob"); got != "[]" {
+		t.Fatalf("a deleted user's name mentions %s; want []", got)
+	}
+}
