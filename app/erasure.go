@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -104,13 +103,11 @@ func (a *App) DeleteUser(ctx context.Context, id string) error {
 		if err != nil {
 			return rookery.E(op, rookery.Internal, err)
 		}
-		claimChanged := a.claims.change(strings.ToLower(name))
 		err = a.writeWithEvent(ctx, []table.Write{
 			table.PutWrite(tomb, table.VersionIs("version", cur.Int("version"))),
 			table.PutWrite(table.Item{table.PK: claim.PK, table.SK: claim.SK, "user_id": id, "deleted_at": now.UnixMilli(), table.TTL: expires},
 				table.Compare("user_id", table.OpEq, id)),
 		}, ev)
-		claimChanged()
 		a.authors.forget(ctx, id) // whatever err says: a write that timed out may have committed
 		switch {
 		case err == nil:

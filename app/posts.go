@@ -145,14 +145,24 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 	if len(names) == 0 {
 		return nil, nil
 	}
-	claims, err := a.claimsOf(ctx, names)
+	keys := make([]table.Key, len(names))
+	for i, n := range names {
+		keys[i] = usernameKey(n)
+	}
+	epoch := a.gone.current()
+	claims, err := a.table.BatchGet(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for _, c := range claims {
-		if c.user != "" && !c.gone && !slices.Contains(ids, c.user) {
-			ids = append(ids, c.user)
+		if c != nil {
+			// A claim is marked deleted in the transaction that leaves its user's tombstone, so it
+			// says whether its user is gone, for the erasure checks of the mentions' notifications.
+			a.gone.keep(c.String("user_id"), epoch, userGone(c))
+		}
+		if c != nil && !userGone(c) && !slices.Contains(ids, c.String("user_id")) {
+			ids = append(ids, c.String("user_id"))
 		}
 	}
 	if len(ids) == 0 {
@@ -166,63 +176,6 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 		return nil, rookery.E(op, rookery.Forbidden, "a user you mention has blocked you")
 	}
 	return ids, nil
-}
-
-// keptClaim is a username's claim as a mention needs it: who holds the name ("" if no one) and
-// whether that user is deleted (a claim is marked deleted with its user's tombstone).
-type keptClaim struct {
-	user string
-	gone bool
-}
-
-// claimsOf returns the claims of names (lowercase), from those kept (in the store's only writer:
-// every write of a claim, PutUser's and DeleteUser's, is bracketed by a change of its name) or read
-// in one batch, and kept.
-func (a *App) claimsOf(ctx context.Context, names []string) ([]keptClaim, error) {
-	out := make([]keptClaim, len(names))
-	var keys []table.Key
-	var read []int      // the names keys reads, by index
-	var epochs []uint64 // their epochs, for keep
-	var keepable []bool // whether each may be kept (no change of it was under way)
-	for i, n := range names {
-		if c, ok := a.claims.get(n); ok {
-			out[i] = c
-			continue
-		}
-		epoch, ok := a.claims.begin(n)
-		keys, read, epochs, keepable = append(keys, usernameKey(n)), append(read, i), append(epochs, epoch), append(keepable, ok)
-	}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	goneEpoch := a.gone.current()
-	got, err := a.table.BatchGet(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	for j, it := range got {
-		var c keptClaim
-		if it != nil {
-			c = keptClaim{user: it.String("user_id"), gone: userGone(it)}
-			// The claim says whether its user is gone, for the erasure checks of the mentions'
-			// notifications.
-			a.gone.keep(c.user, goneEpoch, c.gone)
-		}
-		out[read[j]] = c
-		if keepable[j] {
-			a.claims.keep(names[read[j]], epochs[j], c)
-		}
-	}
-	return out, nil
-}
-
-// claimsKeptOf returns the usernames' claims d's App keeps, nil for none: only a process that is its
-// store's only writer.
-func claimsKeptOf(d Deps) *keptByUser[keptClaim] {
-	if !d.SoleWriter {
-		return nil
-	}
-	return newKeptByUser(goneKept, func(keptClaim) int { return 1 })
 }
 
 // CreatePost creates a post by the acting user and returns it; created is false when in.ID names

@@ -119,6 +119,9 @@ func (a *App) blockersOf(ctx context.Context, user string) (blockers map[string]
 		}
 		return nil, false, err
 	}
+	if len(s.users) == 0 {
+		s.users = nil // most users are blocked by no one: their sets are kept at no map's cost
+	}
 	a.blockers.keep(user, epoch, s)
 	return s.users, true, nil
 }

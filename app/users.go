@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	_ "time/tzdata" // IANA zones on every machine, whatever its zoneinfo
 	"unicode/utf8"
@@ -98,7 +97,6 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 		return u, false, err
 	}
 	defer a.gone.change(id)() // an id whose tombstone expired may be created again
-	defer a.claims.change(strings.ToLower(in.Username))()
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := a.table.Get(ctx, userKey(id))
 		switch {
@@ -132,7 +130,6 @@ func (a *App) PutUser(ctx context.Context, id string, in UserInput) (u rookery.U
 			}
 			item["version"] = version + 1
 			oldName := cur.String("username")
-			defer a.claims.change(strings.ToLower(oldName))() // at most once an attempt
 			if usernameKey(oldName) == usernameKey(in.Username) {
 				writes = []table.Write{
 					table.PutWrite(claim),
