@@ -5,7 +5,7 @@ import "sync"
 // keptByUser keeps a value per user in memory, read from the store, in a process that is the only
 // writer to its store of what the values are made of (the embedded store: one process opens it):
 // authors' follower lists for fan-out (followerLists), readers' edges for the read path
-// (readerEdges), which users are deleted (goneUsers).
+// (readerEdges), who blocks each user (blockersOf), which users are deleted (goneUsers).
 //
 // Every write that changes a user's value is bracketed by change(user). While a change is under
 // way the user's value is read from the store; a value read from the store is kept only if no
