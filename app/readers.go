@@ -88,42 +88,49 @@ func (a *App) readKeySet(ctx context.Context, q table.Query, of func(table.Key) 
 	}
 }
 
-// blockerSet is who blocks a user, kept (keptByUser: in the store's only writer, where index
-// queries are exact) so that asking whether the users a post mentions, or a notification's
-// recipients, have blocked its author reads one index range a user, once, instead of a key a
-// recipient every time. A user blocked by more than readerEdgesMax is kept as tooBig, and asked
-// key by key. Every block written or deleted goes through edgeChange, which changes its blocked
-// user's set.
-type blockerSet struct {
-	users  map[string]bool
+// idSet is a set of ids kept per user (keptByUser: in the store's only writer, where index
+// queries are exact), read whole with one keys-only query: the posts a user likes (likedOf), the
+// users who block a user (blockersOf). A user with more than readerEdgesMax is kept as tooBig, and
+// asked key by key. Kept sets are shared by their readers, who must not change them.
+type idSet struct {
+	ids    map[string]bool
 	tooBig bool
 }
 
-func (s blockerSet) size() int { return 1 + len(s.users) }
+func (s idSet) size() int { return 1 + len(s.ids) }
 
-// blockersOf returns who blocks user if it is kept, or read whole (and kept); ok is false when it
-// is not known so (nothing is kept in this process, or a change is under way, or it is too big).
-func (a *App) blockersOf(ctx context.Context, user string) (blockers map[string]bool, ok bool, err error) {
-	if s, ok := a.blockers.get(user); ok {
-		return s.users, !s.tooBig, nil
+// keptSetOf returns user's set in kept if it is kept, or read whole with q (each key it lists
+// giving an id by of) and kept when whole is set; ok is false when it is not known so (nothing is
+// kept in this process, a change is under way, or it is too big).
+func (a *App) keptSetOf(ctx context.Context, kept *keptByUser[idSet], user string, q table.Query, of func(table.Key) string, whole bool) (ids map[string]bool, ok bool, err error) {
+	if s, ok := kept.get(user); ok || !whole {
+		return s.ids, ok && !s.tooBig, nil
 	}
-	epoch, ok := a.blockers.begin(user)
+	epoch, ok := kept.begin(user)
 	if !ok {
 		return nil, false, nil
 	}
-	s := blockerSet{users: map[string]bool{}}
-	complete, err := a.readKeySet(ctx, table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, edgeFrom, s.users)
+	ids = map[string]bool{}
+	complete, err := a.readKeySet(ctx, q, of, ids)
 	if err != nil || !complete {
 		if err == nil {
-			a.blockers.keep(user, epoch, blockerSet{tooBig: true})
+			kept.keep(user, epoch, idSet{tooBig: true})
 		}
 		return nil, false, err
 	}
-	if len(s.users) == 0 {
-		s.users = nil // most users are blocked by no one: their sets are kept at no map's cost
+	if len(ids) == 0 {
+		ids = nil // most users have none: their sets are kept at no map's cost
 	}
-	a.blockers.keep(user, epoch, s)
-	return s.users, true, nil
+	kept.keep(user, epoch, idSet{ids: ids})
+	return ids, true, nil
+}
+
+// blockersOf returns who blocks user (keptSetOf), so that asking whether the users a post
+// mentions, or a notification's recipients, have blocked its author reads one index range a user,
+// once, instead of a key a recipient every time. Every block written or deleted goes through
+// edgeChange, which drops its blocked user's set.
+func (a *App) blockersOf(ctx context.Context, user string) (map[string]bool, bool, error) {
+	return a.keptSetOf(ctx, a.blockers, user, table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, edgeFrom, true)
 }
 
 // haveBlocked reports, for each of owners, whether they have blocked actor: from actor's blockers
@@ -152,40 +159,13 @@ func (a *App) haveBlocked(ctx context.Context, owners []string, actor string) ([
 	return out, nil
 }
 
-// likedSet is the posts a reader likes, kept (keptByUser: in the store's only writer, where index
-// queries are exact) so that a page's liked_by_me is no point read per post; a reader who likes
-// more than readerEdgesMax posts is kept as tooBig, and read per post. Every like and unlike is
-// bracketed by a change of the liker (likeChange).
-type likedSet struct {
-	posts  map[string]bool
-	tooBig bool
-}
-
-func (s likedSet) size() int { return 1 + len(s.posts) }
-
 // likeChange marks a change of user's likes as under way until the returned func is called.
 func (a *App) likeChange(user string) (done func()) { return a.liked.change(user) }
 
-// likedOf returns the posts reader likes if they are kept, or read whole (and kept) when whole is
-// set; ok is false when they are not known so (the caller reads the likes it needs).
+// likedOf returns the posts reader likes (keptSetOf), so that a page's liked_by_me is no point
+// read per post. Every like and unlike is bracketed by a change of the liker (likeChange).
 func (a *App) likedOf(ctx context.Context, reader string, whole bool) (map[string]bool, bool, error) {
-	if s, ok := a.liked.get(reader); ok || !whole {
-		return s.posts, ok && !s.tooBig, nil
-	}
-	epoch, ok := a.liked.begin(reader)
-	if !ok {
-		return nil, false, nil
-	}
-	s := likedSet{posts: map[string]bool{}}
-	complete, err := a.readKeySet(ctx, table.Query{Index: gsi1.Name, PK: likedByPK(reader)}, postOf, s.posts)
-	if err != nil || !complete {
-		if err == nil {
-			a.liked.keep(reader, epoch, likedSet{tooBig: true})
-		}
-		return nil, false, err
-	}
-	a.liked.keep(reader, epoch, s)
-	return s.posts, true, nil
+	return a.keptSetOf(ctx, a.liked, reader, table.Query{Index: gsi1.Name, PK: likedByPK(reader)}, postOf, whole)
 }
 
 // followingFromSets returns whom user follows from their kept sets, if kept (in no order).
@@ -200,11 +180,8 @@ func (a *App) followingFromSets(user string) ([]string, bool) {
 // readersOf returns the readers' edges d's App keeps, nil for none.
 func readersOf(d Deps) *readerEdges { return keptForReads(d, readerSets.size) }
 
-// blockerSetsOf returns the users' blockers d's App keeps, nil for none.
-func blockerSetsOf(d Deps) *keptByUser[blockerSet] { return keptForReads(d, blockerSet.size) }
-
-// likedSetsOf returns the readers' liked posts d's App keeps, nil for none.
-func likedSetsOf(d Deps) *keptByUser[likedSet] { return keptForReads(d, likedSet.size) }
+// idSetsOf returns the sets of ids (idSet) d's App keeps of one kind, nil for none.
+func idSetsOf(d Deps) *keptByUser[idSet] { return keptForReads(d, idSet.size) }
 
 // keptForReads returns what the read path keeps of readers, nil for none: only in the store's only
 // writer, and only where index queries are exact (some of it is read from an index).
