@@ -223,6 +223,10 @@ func BenchmarkFanout(b *testing.B) {
 			})
 			end := settle(b, w.tab)
 			b.StopTimer()
+			// A run whose pushes wrote nothing (its posts skipped) would report a rate of nothing.
+			if pg, err := w.tl.Page(context.Background(), "f0", timeline.Entry{}, 1); err != nil || len(pg.Entries) == 0 || pg.Entries[0].PostID != postIDOf(int64(b.N)) {
+				b.Fatalf("follower f0's newest entry is not the last post pushed: %+v, %v", pg.Entries, err)
+			}
 			b.ReportMetric(float64(b.N)*followers/end.Sub(began).Seconds(), "entries/s")
 			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N*followers), "cpu-µs/entry")
 		})
