@@ -133,6 +133,18 @@ func fanoutWorld(b *testing.B, store string, n, held int) *benchWorld {
 	return w
 }
 
+// newest returns the post of user's newest timeline entry ("" if it has none).
+func newest(b *testing.B, w *benchWorld, user string) string {
+	pg, err := w.tl.Page(context.Background(), user, timeline.Entry{}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(pg.Entries) == 0 {
+		return ""
+	}
+	return pg.Entries[0].PostID
+}
+
 // settle flushes the Pebble engine under tab (if it is one), waits until no flush or compaction
 // has run for 200 ms (Pebble starts one whenever a level is over its target), and returns when the
 // last one it saw ended (to within a 20 ms poll), or when the flush returned: the engine's work
@@ -224,8 +236,8 @@ func BenchmarkFanout(b *testing.B) {
 			end := settle(b, w.tab)
 			b.StopTimer()
 			// A run whose pushes wrote nothing (its posts skipped) would report a rate of nothing.
-			if pg, err := w.tl.Page(context.Background(), "f0", timeline.Entry{}, 1); err != nil || len(pg.Entries) == 0 || pg.Entries[0].PostID != postIDOf(int64(b.N)) {
-				b.Fatalf("follower f0's newest entry is not the last post pushed: %+v, %v", pg.Entries, err)
+			if newest(b, w, "f0") != postIDOf(int64(b.N)) {
+				b.Fatal("follower f0's newest entry is not the last post pushed")
 			}
 			b.ReportMetric(float64(b.N)*followers/end.Sub(began).Seconds(), "entries/s")
 			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N*followers), "cpu-µs/entry")
@@ -248,10 +260,20 @@ func BenchmarkRemovePost(b *testing.B) {
 				if err := w.a.ApplyFanout(ctx, ev); err != nil {
 					b.Fatal(err)
 				}
+				// Untimed: the post reached the timelines, so that the removal has something to remove.
+				post := postIDOf(int64(i + 1))
+				if newest(b, w, "f0") != post {
+					b.Fatalf("follower f0's newest entry is not post %s before its removal", post)
+				}
 				b.StartTimer()
-				if err := w.tl.RemovePost(ctx, postIDOf(int64(i+1))); err != nil {
+				if err := w.tl.RemovePost(ctx, post); err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				if newest(b, w, "f0") == post {
+					b.Fatalf("post %s is still in follower f0's timeline after its removal", post)
+				}
+				b.StartTimer()
 			}
 		})
 	}
