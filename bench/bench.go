@@ -316,16 +316,33 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 // factor^(1/2^refine), not factor: with the coarse steps alone, the ratio of two systems' knees
 // could only be a power of factor). It returns every step; the knee is the highest rate that
 // passed (Knee). At most steps coarse steps run.
-func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int, factor float64, refine int) ([]Result, error) {
+//
+// A step that fails is run again at the same rate, up to retries more times, and fails only if
+// every try does: a system past its knee fails each try, while one pause of the host (on shared
+// hosts ~100 ms, now and then, whatever runs) spoils the p99 of the one step it falls in.
+func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps int, factor float64, refine, retries int) ([]Result, error) {
 	var out []Result
+	// try runs cfg.Rate until a try passes or 1+retries have failed, and says whether one passed.
+	try := func() (bool, error) {
+		for range 1 + max(retries, 0) {
+			r, err := Run(ctx, t, cfg)
+			if err != nil {
+				return false, err
+			}
+			out = append(out, r)
+			if passes(r, bound) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	passed, failed := 0.0, 0.0
 	for range steps {
-		r, err := Run(ctx, t, cfg)
+		ok, err := try()
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
-		if !passes(r, bound) {
+		if !ok {
 			failed = cfg.Rate
 			break
 		}
@@ -337,12 +354,11 @@ func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps
 	}
 	for range refine {
 		cfg.Rate = math.Sqrt(passed * failed)
-		r, err := Run(ctx, t, cfg)
+		ok, err := try()
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
-		if passes(r, bound) {
+		if ok {
 			passed = cfg.Rate
 		} else {
 			failed = cfg.Rate
@@ -352,16 +368,26 @@ func Sweep(ctx context.Context, t Target, cfg Config, bound time.Duration, steps
 }
 
 // Knee returns the highest rate of a sweep's results that passed the bound, and whether one did;
-// reached says whether one failed it (false: every step passed, and the knee is higher still).
+// reached says whether some rate failed it (false: every step passed, and the knee is higher
+// still). A rate run more than once (Sweep's retries) passed if one of its tries did.
 func Knee(results []Result, bound time.Duration) (rate float64, ok, reached bool) {
-	for _, r := range results {
-		if passes(r, bound) {
-			rate, ok = max(rate, r.TargetRate), true
+	for r, pass := range ratesPassed(results, bound) {
+		if pass {
+			rate, ok = max(rate, r), true
 		} else {
 			reached = true
 		}
 	}
 	return rate, ok, reached
+}
+
+// ratesPassed says of each rate of a sweep's results whether one of its tries passed bound.
+func ratesPassed(results []Result, bound time.Duration) map[float64]bool {
+	passed := map[float64]bool{}
+	for _, r := range results {
+		passed[r.TargetRate] = passed[r.TargetRate] || passes(r, bound)
+	}
+	return passed
 }
 
 func passes(r Result, bound time.Duration) bool {

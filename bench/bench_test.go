@@ -118,7 +118,7 @@ func TestSweepFindsTheKnee(t *testing.T) {
 	slow := &slowTarget{inner: f, each: 10 * time.Millisecond}
 	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 40, Duration: 700 * time.Millisecond, Prefix: "g", Seed: 1}
 	const bound = 60 * time.Millisecond
-	rs, err := bench.Sweep(context.Background(), slow, cfg, bound, 6, 1.5, 2)
+	rs, err := bench.Sweep(context.Background(), slow, cfg, bound, 6, 1.5, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +165,58 @@ func (s *slowTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
 	defer s.inner.mu.Unlock()
 	time.Sleep(s.each)
 	return bench.Reply{Status: 200}
+}
+
+// pausingTarget is a slowTarget whose host pauses once, for 300 ms, at the first request it gets.
+type pausingTarget struct {
+	slow   *slowTarget
+	paused atomic.Bool
+}
+
+func (p *pausingTarget) Do(ctx context.Context, r bench.Request) bench.Reply {
+	if !p.paused.Swap(true) {
+		p.slow.inner.mu.Lock()
+		time.Sleep(300 * time.Millisecond)
+		p.slow.inner.mu.Unlock()
+	}
+	return p.slow.Do(ctx, r)
+}
+
+// A sweep that retries a failed step is not ended by one pause of the host far below the knee
+// (without retries, the pause fails its first step), and still ends where the target saturates:
+// there every try fails.
+func TestSweepRetriesAFailedStep(t *testing.T) {
+	const bound = 60 * time.Millisecond
+	cfg := bench.Config{Graph: tiny, Mix: map[string]float64{bench.OpFeed: 1}, Rate: 40, Duration: 700 * time.Millisecond, Prefix: "g", Seed: 1}
+	for _, retries := range []int{0, 1} {
+		// 100 requests a second at most, as in TestSweepFindsTheKnee, and a pause in the first step.
+		p := &pausingTarget{slow: &slowTarget{inner: &stallTarget{stalled: new(atomic.Bool)}, each: 10 * time.Millisecond}}
+		rs, err := bench.Sweep(context.Background(), p, cfg, bound, 6, 1.5, 0, retries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			t.Logf("retries %d: rate %.0f: p99 %.1f ms", retries, r.TargetRate, r.Ops[bench.OpFeed].P99)
+		}
+		knee, ok, reached := bench.Knee(rs, bound)
+		if retries == 0 {
+			if ok || len(rs) != 1 {
+				t.Fatalf("without retries: %d steps, knee %.0f (%v); want the paused first step to end the sweep", len(rs), knee, ok)
+			}
+			continue
+		}
+		if !ok || !reached || knee < 60 || knee > 150 {
+			t.Fatalf("knee %.0f (%v, reached %v); want one past the pause, below the saturation", knee, ok, reached)
+		}
+		if len(rs) < 4 || rs[0].TargetRate != 40 || rs[1].TargetRate != 40 {
+			t.Fatalf("%d steps; want the paused 40/s step tried twice first", len(rs))
+		}
+		last, before := rs[len(rs)-1], rs[len(rs)-2]
+		if last.TargetRate != before.TargetRate || last.Ops[bench.OpFeed].P99 <= 60 || before.Ops[bench.OpFeed].P99 <= 60 {
+			t.Fatalf("the last steps: %.0f/s (p99 %.1f) and %.0f/s (p99 %.1f); want one rate that failed both tries",
+				before.TargetRate, before.Ops[bench.OpFeed].P99, last.TargetRate, last.Ops[bench.OpFeed].P99)
+		}
+	}
 }
 
 // busyTarget is a Rookery-like feed of a follower of busy authors: every post is followed at once

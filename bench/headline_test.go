@@ -148,4 +148,16 @@ func TestHeadline(t *testing.T) {
 	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 80), step(1095, 60), step(1047, 20)) // 1047
 	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60))                                  // 400
 	check("| ... what ended Rookery's sweep | 1095/s: feed p99 60.0 ms |", "| Reed98 capacity, Rookery / postgres front | 2.62 x |")
+
+	// Retried steps (Sweep's retries): a rate passed if one of its tries did, and what ended a
+	// sweep is the lowest rate that failed every try, each try shown.
+	dir = t.TempDir()
+	write("capacity-reed98-rookery-1.json", step(1000, 10), step(1200, 80), step(1200, 20), step(1440, 80), step(1440, 90), step(1315, 30), step(1376, 45)) // 1376
+	write("capacity-reed98-postgres-1.json", step(400, 10), step(480, 60), step(480, 70), step(438, 20), step(458, 70), step(458, 80))                      // 438
+	check(
+		"| Reed98 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1376 /s | 438 /s |",
+		"| ... steps that failed a try and passed the next | 1 | 0 |  |  |  | - |",
+		"| ... what ended Rookery's sweep | 1440/s: feed p99 80.0 ms; again feed p99 90.0 ms |",
+		"| Reed98 capacity, Rookery / postgres front | 3.14 x |  |  |  | ≥ 2.5x | yes |",
+	)
 }

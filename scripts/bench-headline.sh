@@ -11,7 +11,8 @@
 #
 # Measures: feed reads only on socfb-Reed98 at 2,000/s (pages of 20); capacity sweeps of the dsb mix
 # (p99 <= 50 ms, errors <= 1%, steps of 1.2x, then 2 refined between the knee and the step that
-# failed: the knee to within 1.047x; each 10 s and at least 500 posts) on Reed98 and
+# failed: the knee to within 1.047x; each 10 s and at least 500 posts; a step that fails is tried
+# once more, and fails only if both tries do: one pause of the host spoils one try) on Reed98 and
 # soc-Epinions1; posts only on soc-Epinions1 at 1,000/s by authors picked by followers. Each graph
 # is imported into Rookery once; every Rookery run starts from a fresh copy of that data directory.
 # Needs PostgreSQL (127.0.0.1:5432, database test) and Redis (127.0.0.1:6379): scripts/test.sh
