@@ -69,9 +69,20 @@ const setTimeout = 10 * time.Second
 // reads, or in process.
 const DefaultPostCacheTTL = 5 * time.Minute
 
-// localCopiesMax bounds each kind of copy kept in process: the posts pages render most, and their
-// authors. Their memory counts several times over in the process's peak (--gc-percent).
-const localCopiesMax = 2_000
+// DefaultPostCacheSize bounds each kind of copy kept in process (Deps.PostCacheSize unset): the
+// posts pages render most, and their authors. It holds the posts the pages of Reed98's dsb mix
+// show (its 962 authors' newest and their followees'), which 2,000 did not: one post in five
+// missed, each then read by key and decoded again (docs/performance.md, session 69). A post's copy
+// and its rendering are ~2.5 KB, counted several times over in the process's peak (--gc-percent).
+const DefaultPostCacheSize = 20_000
+
+// postCacheSize is d's bound of copies kept in process.
+func postCacheSize(d Deps) int {
+	if d.PostCacheSize > 0 {
+		return d.PostCacheSize
+	}
+	return DefaultPostCacheSize
+}
 
 // newCopies returns the copies of posts and of authors in store (nil, nil for ttl 0: none kept). A
 // shared store keeps new posts at once (sparing their first reader a read); in process, where they
@@ -210,8 +221,8 @@ type localCopies struct {
 	render func(table.Item) rookery.Post
 }
 
-func newLocalCopies(clock rookery.Clock, render func(table.Item) rookery.Post) localCopies {
-	return localCopies{v: cache.NewVersions[copied](clock, localCopiesMax), render: render}
+func newLocalCopies(clock rookery.Clock, render func(table.Item) rookery.Post, max int) localCopies {
+	return localCopies{v: cache.NewVersions[copied](clock, max), render: render}
 }
 
 func (s localCopies) getMany(_ context.Context, keys []string) ([]copied, error) {

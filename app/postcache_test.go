@@ -209,6 +209,52 @@ func testPostCache(t *testing.T, tab table.Table, sole bool) {
 	t.Logf("posts: %d hits, %d misses, %d deletions; authors: %d hits", hits.Load(), misses.Load(), deletes, authorHits.Load())
 }
 
+// TestPostCacheSize: the store's only writer keeps at most Deps.PostCacheSize copies of posts (in
+// process, each kept by its first read); a feed of more posts than that reads the others from the
+// table again on every read, one within it none.
+func TestPostCacheSize(t *testing.T) {
+	for _, size := range []int{4, 0} { // 0: DefaultPostCacheSize
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			var misses atomic.Int64
+			a, pipeline := readerWorld(t, backends["pebble"](t), app.Deps{PostCacheTTL: time.Hour, SoleWriter: true, PostCacheSize: size,
+				OnPostCacheRead: func(kind string, h, m int) {
+					if kind == "post" {
+						misses.Add(int64(m))
+					}
+				}})
+			if _, _, err := a.PutUser(server, "author", app.UserInput{Username: "author"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Follow(server, "reader", "author"); err != nil {
+				t.Fatal(err)
+			}
+			const posts = 12
+			for i := range posts {
+				if _, _, err := a.CreatePost(as("author"), app.PostInput{Text: fmt.Sprintf("post %d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pipeline.Drain(t, 30*time.Second)
+			read := func() int64 {
+				t.Helper()
+				before := misses.Load()
+				feed, err := a.Feed(as("reader"), "", 50)
+				if err != nil || len(feed.Items) != posts {
+					t.Fatalf("feed of %d posts, %v; want %d", len(feed.Items), err, posts)
+				}
+				return misses.Load() - before
+			}
+			if m := read(); m != posts {
+				t.Fatalf("the first read missed %d posts; want all %d (in process, a post is kept by its first read)", m, posts)
+			}
+			m := read()
+			if size > 0 && m < posts-int64(size) || size == 0 && m != 0 {
+				t.Fatalf("the second read missed %d of %d posts with %d kept at most", m, posts, size)
+			}
+		})
+	}
+}
+
 // TestEdgeQueries: the read path learns which of a page's authors the reader follows (where reads
 // are billed), or follows, blocks, is blocked by and mutes (where index queries are exact and reads
 // are not billed), with one query of each kind of the reader's edges, which stops after four edges

@@ -24,10 +24,6 @@ type renderedPost struct {
 	post rookery.Post
 }
 
-// renderedPostsMax bounds the posts kept rendered: as many as the copies of posts (localCopiesMax),
-// the posts pages render most.
-const renderedPostsMax = localCopiesMax
-
 func newRenderedPosts(max int) *renderedPosts {
 	return &renderedPosts{max: max, posts: map[string]renderedPost{}}
 }

@@ -31,6 +31,7 @@ type engagementConfig struct {
 	shards      int
 	boardCache  time.Duration
 	postCache   time.Duration
+	postCacheN  int
 	exportDir   string
 	exportRows  int
 	exportBytes int64
@@ -45,6 +46,7 @@ func (c *engagementConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.cache, "cache", "memory", "where streak records are cached and rate limits counted: memory (this process) or redis (--redis-addr; shared by every process)")
 	f.IntVar(&c.shards, "streak-shards", 16, "partitions of the streak leaderboard (fixed for the life of a table)")
 	f.DurationVar(&c.postCache, "post-cache-ttl", app.DefaultPostCacheTTL, "how long copies of posts and of their authors' names are kept for the reads that show posts, coherent with every write, instead of being read from the table again: in process with the embedded store, in the --cache with --store dynamo (with --cache memory only in --role all) (0: never)")
+	f.IntVar(&c.postCacheN, "post-cache-size", app.DefaultPostCacheSize, "with the embedded store, the most copies of posts, and of authors, kept in process for --post-cache-ttl (each post ~2.5 KB of the process's memory; fewer: more posts read from the store again)")
 	f.DurationVar(&c.boardCache, "leaderboard-cache", 30*time.Second, "how long a leaderboard read is cached in process (0: not at all)")
 	f.StringVar(&c.exportDir, "export-dir", "", "write every event to Parquet files under this directory, partitioned by date (off when empty; a relative path is under --data-dir), or to an S3 bucket: s3://bucket/prefix (the journal stays in <data-dir>/export-journal)")
 	f.IntVar(&c.exportRows, "export-roll-rows", 100_000, "roll an export file at this many rows")

@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		FollowerCacheIDs:  followerCache(cfg, sc),
 		SoleWriter:        cfg.store == "pebble",
 		PostCacheTTL:      postCacheTTL(cfg, sc),
+		PostCacheSize:     sc.engagement.postCacheN,
 		BilledReads:       cfg.store == "dynamo",
 		OnPostCacheRead:   m.ObservePostCache,
 		FeedPages:         sc.timelines.feedPages,
