@@ -271,9 +271,12 @@ func failedSteps(runs map[int]RunFile, bound time.Duration) string {
 			if u := res.Server; u != nil && u.WALSyncs > 0 {
 				try += fmt.Sprintf(", %.0f of %.0f log syncs over %s ms", u.WALSyncsSlow, u.WALSyncs, num(u.WALSlowMs))
 			}
+			if len(tries) > 0 {
+				try = "(again: " + try + ")"
+			}
 			tries = append(tries, try)
 		}
-		ends = append(ends, fmt.Sprintf("%s/s: %s", num(failed), strings.Join(tries, "; again ")))
+		ends = append(ends, fmt.Sprintf("%s/s: %s", num(failed), strings.Join(tries, " ")))
 	}
 	return strings.Join(ends, "; ")
 }

@@ -157,7 +157,7 @@ func TestHeadline(t *testing.T) {
 	check(
 		"| Reed98 dsb capacity (p99 ≤ 50ms, errors ≤ 1%) | 1376 /s | 438 /s |",
 		"| ... steps that failed a try and passed the next | 1 | 0 |  |  |  | - |",
-		"| ... what ended Rookery's sweep | 1440/s: feed p99 80.0 ms; again feed p99 90.0 ms |",
+		"| ... what ended Rookery's sweep | 1440/s: feed p99 80.0 ms (again: feed p99 90.0 ms) |",
 		"| Reed98 capacity, Rookery / postgres front | 3.14 x |  |  |  | ≥ 2.5x | yes |",
 	)
 }
