@@ -16,7 +16,8 @@
 # soc-Epinions1; posts only on soc-Epinions1 at 1,000/s by authors picked by followers. Each graph
 # is imported into Rookery once; every Rookery run starts from a fresh copy of that data directory.
 # Needs PostgreSQL (127.0.0.1:5432, database test) and Redis (127.0.0.1:6379): scripts/test.sh
-# starts them on a machine without. Takes about an hour on 2 cores (the Epinions import alone 3-5 minutes).
+# starts them on a machine without. Takes about an hour and a half on 2 cores (the capacity sweeps,
+# whose failed steps are tried twice, 70 minutes of it for RUNS=3; the Epinions import 3-5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
