@@ -197,10 +197,9 @@ func New(d Deps) *App {
 	}
 	eng := d.Engagement.withDefaults(d.Clock)
 	store := func(func(table.Item) rookery.Post) copyStore { return cacheCopies{eng.Cache} }
+	size := postCacheSize(d)
 	if d.SoleWriter {
-		store = func(render func(table.Item) rookery.Post) copyStore {
-			return newLocalCopies(d.Clock, render, postCacheSize(d))
-		}
+		store = func(render func(table.Item) rookery.Post) copyStore { return newLocalCopies(d.Clock, render, size) }
 	}
 	posts, authors := newCopies(store, !d.SoleWriter, d.PostCacheTTL, d.OnPostCacheRead)
 	var ch *changes
@@ -214,7 +213,7 @@ func New(d Deps) *App {
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)
 	}
-	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter), changes: ch}, pages: pages, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: idSetsOf(d), blockers: idSetsOf(d), rendered: newRenderedPosts(postCacheSize(d)), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter), changes: ch}, pages: pages, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: idSetsOf(d), blockers: idSetsOf(d), rendered: newRenderedPosts(size), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -70,10 +70,10 @@ const setTimeout = 10 * time.Second
 const DefaultPostCacheTTL = 5 * time.Minute
 
 // DefaultPostCacheSize bounds each kind of copy kept in process (Deps.PostCacheSize unset): the
-// posts pages render most, and their authors. It holds the posts the pages of Reed98's dsb mix
-// show (its 962 authors' newest and their followees'), which 2,000 did not: one post in five
-// missed, each then read by key and decoded again (docs/performance.md, session 69). A post's copy
-// and its rendering are ~2.5 KB, counted several times over in the process's peak (--gc-percent).
+// posts pages render most, and their authors. It is sized to hold the posts that the pages of a
+// graph of a thousand active authors show, so that a miss (a read by key and a decode) is rare
+// (docs/performance.md); each copy's memory counts several times over in the process's peak
+// (--gc-percent).
 const DefaultPostCacheSize = 20_000
 
 // postCacheSize is d's bound of copies kept in process.
