@@ -70,11 +70,11 @@ const setTimeout = 10 * time.Second
 const DefaultPostCacheTTL = 5 * time.Minute
 
 // DefaultPostCacheSize bounds each kind of copy kept in process (Deps.PostCacheSize unset): the
-// posts pages render most, and their authors. It is sized to hold the posts that the pages of a
-// graph of a thousand active authors show, so that a miss (a read by key and a decode) is rare
-// (docs/performance.md); each copy's memory counts several times over in the process's peak
-// (--gc-percent).
-const DefaultPostCacheSize = 20_000
+// posts pages render most, and their authors. Each copy's memory counts several times over in the
+// process's peak (--gc-percent lets the heap grow to a multiple of what is live), and the default
+// keeps a posts-heavy server under issue 25's memory bound; a read-heavy one whose pages show more
+// distinct posts than this gains from more (docs/performance.md, sessions 69-70).
+const DefaultPostCacheSize = 2_000
 
 // postCacheSize is d's bound of copies kept in process.
 func postCacheSize(d Deps) int {
