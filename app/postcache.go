@@ -71,9 +71,9 @@ const DefaultPostCacheTTL = 5 * time.Minute
 
 // DefaultPostCacheSize bounds each kind of copy kept in process (Deps.PostCacheSize unset): the
 // posts pages render most, and their authors. Each copy's memory counts several times over in the
-// process's peak (--gc-percent lets the heap grow to a multiple of what is live), and the default
-// keeps a posts-heavy server under issue 25's memory bound; a read-heavy one whose pages show more
-// distinct posts than this gains from more (docs/performance.md, sessions 69-70).
+// process's peak (--gc-percent lets the heap grow to a multiple of what is live), so the default
+// is sized for a posts-heavy server's memory; a read-heavy one whose pages show more distinct
+// posts than this gains from more (docs/performance.md).
 const DefaultPostCacheSize = 2_000
 
 // postCacheSize is d's bound of copies kept in process.
