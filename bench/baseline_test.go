@@ -65,8 +65,8 @@ func TestBaselinesServeTheFeed(t *testing.T) {
 			if f := tg.Do(ctx, bench.Request{Op: bench.OpFeed, User: 0}); !slices.Equal(f.Feed, []string{p1.PostID}) {
 				t.Fatalf("feed after the delete = %v", f.Feed)
 			}
-			// Hydrated (for the HTTP front), a read also gives each post whole: author, text, likes
-			// and whether the reader liked it.
+			// Hydrated (for the HTTP front), a read also gives each post whole: author (read from the
+			// baseline's users), text, likes and whether the reader liked it.
 			switch b := tg.(type) {
 			case *bench.PostgresTarget:
 				b.Hydrated = true
@@ -79,7 +79,7 @@ func TestBaselinesServeTheFeed(t *testing.T) {
 			if len(f.Rows) != 1 {
 				t.Fatalf("hydrated feed = %+v", f)
 			}
-			if r := f.Rows[0]; r.ID != p1.PostID || r.Author != 1 || r.Text != "one" || r.Likes != 1 || !r.LikedByMe || time.Since(r.CreatedAt) > time.Minute {
+			if r := f.Rows[0]; r.ID != p1.PostID || r.Author != 1 || r.Username != "u1" || r.Text != "one" || r.Likes != 1 || !r.LikedByMe || time.Since(r.CreatedAt) > time.Minute {
 				t.Fatalf("hydrated row = %+v", r)
 			}
 			if f := tg.Do(ctx, bench.Request{Op: bench.OpFeed, User: 2}); len(f.Rows) != 1 || f.Rows[0].LikedByMe {

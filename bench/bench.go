@@ -80,6 +80,7 @@ type Reply struct {
 type PostRow struct {
 	ID        string
 	Author    int
+	Username  string // the author's, as the baseline keeps its users
 	Text      string
 	CreatedAt time.Time
 	Likes     int64

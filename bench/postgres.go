@@ -137,7 +137,7 @@ func (p *PostgresTarget) Do(ctx context.Context, r Request) Reply {
 			}
 			rep.Feed = append(rep.Feed, strconv.FormatInt(id, 10))
 			if p.Hydrated {
-				rep.Rows = append(rep.Rows, PostRow{ID: rep.Feed[len(rep.Feed)-1], Author: int(author), Text: text, CreatedAt: at, Likes: int64(likes), LikedByMe: liked})
+				rep.Rows = append(rep.Rows, PostRow{ID: rep.Feed[len(rep.Feed)-1], Author: int(author), Username: username, Text: text, CreatedAt: at, Likes: int64(likes), LikedByMe: liked})
 			}
 		}
 		if rows.Err() != nil {

@@ -14,8 +14,10 @@ import (
 
 // RedisListTarget is the second baseline: the naive Redis timeline of seed 002. A post is a
 // hash; creating one LPUSHes its id onto every follower's list and LTRIMs it to 800, in the
-// request; a feed read is LRANGE, then the post bodies one by one in a pipeline. Deleted posts stay
-// in the lists (reads skip bodies that are gone). Keys carry the prefix.
+// request; a feed read is LRANGE, then the post bodies one by one in a pipeline (hydrated: with
+// their like counts and the reader's likes, then their authors' profiles in a second pipeline, as
+// the PostgreSQL baseline joins its users). Deleted posts stay in the lists (reads skip bodies that
+// are gone). Keys carry the prefix.
 type RedisListTarget struct {
 	c      goredis.UniversalClient
 	prefix string
@@ -37,12 +39,20 @@ func (t *RedisListTarget) key(parts ...any) string {
 	return k
 }
 
-// Load writes g's follow sets (both directions), replacing the prefix's keys.
+// Load writes g's users' profiles and follow sets (both directions), replacing the prefix's keys.
 func (t *RedisListTarget) Load(ctx context.Context, g graph.Graph, progress io.Writer) error {
 	if err := t.Drop(ctx); err != nil {
 		return err
 	}
 	pipe := t.c.Pipeline()
+	for i := range g.Nodes {
+		pipe.HSet(ctx, t.key("user", i), "username", "u"+strconv.Itoa(i))
+		if i%5000 == 4999 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	for i, e := range g.Edges {
 		pipe.SAdd(ctx, t.key("followers", e[1]), e[0])
 		pipe.SAdd(ctx, t.key("following", e[0]), e[1])
@@ -74,6 +84,27 @@ func (t *RedisListTarget) Drop(ctx context.Context) error {
 		keys = keys[n:]
 	}
 	return iter.Err()
+}
+
+// authors sets each row's author's username, read in one pipeline for the distinct authors.
+func (t *RedisListTarget) authors(ctx context.Context, rows []PostRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	pipe := t.c.Pipeline()
+	names := map[int]*goredis.StringCmd{}
+	for _, r := range rows {
+		if names[r.Author] == nil {
+			names[r.Author] = pipe.HGet(ctx, t.key("user", r.Author), "username")
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].Username = names[rows[i].Author].Val()
+	}
+	return nil
 }
 
 // Close closes the client.
@@ -121,6 +152,9 @@ func (t *RedisListTarget) Do(ctx context.Context, r Request) Reply {
 				rep.Rows = append(rep.Rows, PostRow{ID: ids[i], Author: author, Text: body["text"], CreatedAt: time.UnixMilli(ms).UTC(),
 					Likes: likes[i].Val(), LikedByMe: liked[i].Val()})
 			}
+		}
+		if err := t.authors(ctx, rep.Rows); err != nil {
+			return Reply{Status: 500}
 		}
 		return rep
 	case OpPost:

@@ -145,7 +145,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}{Items: make([]rookery.Post, len(rep.Rows))}
 		for i, row := range rep.Rows {
 			id := bench.UserID(f.prefix, row.Author)
-			page.Items[i] = rookery.Post{ID: row.ID, Author: rookery.Author{ID: id, Username: "u" + strconv.Itoa(row.Author)},
+			page.Items[i] = rookery.Post{ID: row.ID, Author: rookery.Author{ID: id, Username: row.Username},
 				Text: row.Text, Tags: []string{}, Mentions: []string{}, Media: []rookery.Media{}, Visibility: "public",
 				CreatedAt: rookery.Time{Time: row.CreatedAt}, LikeCount: row.Likes, LikedByMe: row.LikedByMe}
 		}

@@ -835,7 +835,7 @@ func TestBenchFront(t *testing.T) {
 		t.Fatalf("feed = %d %v", st, body)
 	}
 	post := items[0].(map[string]any)
-	if post["text"] != "hello" || post["author"].(map[string]any)["id"] != "g1" || post["liked_by_me"] != false || post["like_count"] != float64(0) {
+	if post["text"] != "hello" || post["author"].(map[string]any)["id"] != "g1" || post["author"].(map[string]any)["username"] != "u1" || post["liked_by_me"] != false || post["like_count"] != float64(0) {
 		t.Fatalf("the feed's post: %v", post)
 	}
 
