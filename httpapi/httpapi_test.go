@@ -93,21 +93,24 @@ type flakyStore struct {
 	queryHold atomic.Pointer[storeHold]
 }
 
-// storeHold holds the store's queries: entered receives when one is held, release lets them go.
+// storeHold holds the store's queries that match: entered receives when one is held, release lets
+// them go. It matches a test's own queries only: the outbox relay's polls (on DynamoDB, every few
+// milliseconds) are not held, so entered means the test's request has reached the store.
 type storeHold struct {
+	match   func(table.Query) bool
 	entered chan struct{} // buffered
 	release chan struct{}
 }
 
-func newStoreHold() *storeHold {
-	return &storeHold{entered: make(chan struct{}, 1), release: make(chan struct{})}
+func newStoreHold(match func(table.Query) bool) *storeHold {
+	return &storeHold{match: match, entered: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
 func (f *flakyStore) Query(ctx context.Context, q table.Query) (table.Page, error) {
 	if p := f.queryErr.Load(); p != nil {
 		return table.Page{}, *p
 	}
-	if h := f.queryHold.Load(); h != nil {
+	if h := f.queryHold.Load(); h != nil && h.match(q) {
 		select {
 		case h.entered <- struct{}{}:
 		default:
