@@ -94,8 +94,8 @@ type flakyStore struct {
 }
 
 // storeHold holds the store's queries that match: entered receives when one is held, release lets
-// them go. It matches a test's own queries only: the outbox relay's polls (on DynamoDB, every few
-// milliseconds) are not held, so entered means the test's request has reached the store.
+// them go. It matches a test's own queries only: the outbox relay's polls (every 10 ms in the
+// fixture, on either store) are not held, so entered means the test's request has reached the store.
 type storeHold struct {
 	match   func(table.Query) bool
 	entered chan struct{} // buffered
