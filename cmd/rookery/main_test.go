@@ -597,9 +597,10 @@ func TestBenchCommand(t *testing.T) {
 	if b, err := os.ReadFile(diskOut); err != nil || !strings.Contains(string(b), `"p99_ms"`) {
 		t.Fatalf("bench disk --out: %s, %v", b, err)
 	}
-	// A sweep whose every step passes has not reached the knee.
+	// A sweep whose every step passes has not reached the knee. (--min-samples 0: the default 500
+	// would stretch each step to 500 posts, four minutes at this rate.)
 	sw := command(t, nil, "bench", "--graph", g, "--server", srv.url, "--data-dir", dir,
-		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m")
+		"--rate", "20", "--duration", "500ms", "--sweep", "--steps", "2", "--p99-bound", "1m", "--min-samples", "0")
 	if !strings.Contains(sw, "knee: not reached (every step passed, up to 24/s") {
 		t.Fatalf("sweep:\n%s", sw)
 	}
