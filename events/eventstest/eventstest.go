@@ -83,13 +83,17 @@ func subscribe(t *testing.T, l events.Log, group string, opts events.SubscribeOp
 	return s
 }
 
-// Next waits up to 10 s for a delivery of s.
+// Next waits up to 10 s for a delivery of s. If it gets none, a subscription that describes its
+// state (fmt.Stringer) is described in the failure.
 func Next(t *testing.T, s events.Subscription) events.Delivery {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := s.Next(c)
 	if err != nil {
+		if st, ok := s.(fmt.Stringer); ok {
+			t.Fatalf("Next: %v; %s", err, st)
+		}
 		t.Fatalf("Next: %v", err)
 	}
 	return d

@@ -2,7 +2,9 @@ package sqs
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -33,12 +35,22 @@ type member struct {
 	changed chan struct{}          // closed and replaced when ready grows or the member stops
 	subs    int
 	stopped bool
+	poll    pollState
 
 	acks    chan ackReq   // to the deleter
 	deleted chan struct{} // closed when the deleter has stopped
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+}
+
+// pollState is what the receive loop is doing, for a subscription's String.
+type pollState struct {
+	since    time.Time // when the running poll began; zero between polls
+	lastEnd  time.Time // when the last poll ended
+	lastGot  int       // messages it brought
+	lastErr  error
+	attempts int // polls so far
 }
 
 // ackReq is an ack waiting for its delete.
@@ -97,10 +109,13 @@ func (m *member) wake() {
 
 // receive long-polls the queue while the buffer has room, until the member stops. A poll is never
 // cancelled: the server could still hand it messages that would then stay invisible for the ack
-// wait; what a poll brings after the stop is given back.
+// wait; what a poll brings after the stop is given back. A poll that failed is tried again with
+// the same ReceiveRequestAttemptId (so are the SDK's own retries), which makes SQS return the
+// messages the lost answer held rather than keep their message groups locked for the ack wait.
 func (m *member) receive() {
 	defer m.done.Done()
 	backoff := 100 * time.Millisecond
+	attempt := rand.Text()
 	for {
 		m.mu.Lock()
 		stopped := m.stopped
@@ -117,12 +132,17 @@ func (m *member) receive() {
 			}
 			continue
 		}
+		m.mu.Lock()
+		m.poll.since = time.Now()
+		m.poll.attempts++
+		m.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), m.l.o.WaitTime+10*time.Second)
 		out, err := m.l.sqs.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-			QueueUrl:            aws.String(m.q.url),
-			MaxNumberOfMessages: int32(min(10, room)),
-			WaitTimeSeconds:     seconds(m.l.o.WaitTime),
-			VisibilityTimeout:   seconds(m.ackWait),
+			QueueUrl:                aws.String(m.q.url),
+			MaxNumberOfMessages:     int32(min(10, room)),
+			WaitTimeSeconds:         seconds(m.l.o.WaitTime),
+			VisibilityTimeout:       seconds(m.ackWait),
+			ReceiveRequestAttemptId: aws.String(attempt),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
 				sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
 				sqstypes.MessageSystemAttributeNameSentTimestamp,
@@ -130,6 +150,12 @@ func (m *member) receive() {
 			},
 		})
 		cancel()
+		m.mu.Lock()
+		m.poll.since, m.poll.lastEnd, m.poll.lastErr = time.Time{}, time.Now(), err
+		if out != nil {
+			m.poll.lastGot = len(out.Messages)
+		}
+		m.mu.Unlock()
 		if err != nil {
 			m.log.Warn("receiving from SQS failed; retrying", "queue", m.q.url, "err", err, "retry_in", backoff)
 			time.Sleep(backoff)
@@ -137,6 +163,7 @@ func (m *member) receive() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		attempt = rand.Text()
 		var late []*delivery
 		for _, msg := range out.Messages {
 			if d := m.add(msg); d != nil {
@@ -435,6 +462,31 @@ func (s *subscription) Next(ctx context.Context) (events.Delivery, error) {
 		case <-ch:
 		}
 	}
+}
+
+// String describes the member's state, for a test that waited in vain: what it holds, what is
+// ready, and what its receive loop is doing.
+func (s *subscription) String() string {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	handed := 0
+	for _, d := range m.byMsg {
+		if !d.handed.IsZero() {
+			handed++
+		}
+	}
+	now := time.Now()
+	polling := "between polls"
+	if !m.poll.since.IsZero() {
+		polling = fmt.Sprintf("polling for %v", now.Sub(m.poll.since).Round(time.Millisecond))
+	}
+	last := "none yet"
+	if !m.poll.lastEnd.IsZero() {
+		last = fmt.Sprintf("ended %v ago with %d messages, err %v", now.Sub(m.poll.lastEnd).Round(time.Millisecond), m.poll.lastGot, m.poll.lastErr)
+	}
+	return fmt.Sprintf("sqs group %s: %d messages held in %d message groups, %d handed out, %d ready; %d polls, %s; last poll %s",
+		m.group, len(m.byMsg), len(m.held), handed, len(m.ready), m.poll.attempts, polling, last)
 }
 
 func (s *subscription) isClosed() bool {

@@ -62,7 +62,7 @@ func next(t *testing.T, s events.Subscription) events.Delivery {
 	defer cancel()
 	d, err := s.Next(c)
 	if err != nil {
-		t.Fatalf("Next: %v", err)
+		t.Fatalf("Next: %v; %s", err, s)
 	}
 	return d
 }
