@@ -83,11 +83,16 @@ func subscribe(t *testing.T, l events.Log, group string, opts events.SubscribeOp
 	return s
 }
 
-// Next waits up to 10 s for a delivery of s. If it gets none, a subscription that describes its
-// state (fmt.Stringer) is described in the failure.
+// NextWait is how long Next waits: the default ack wait and 10 s more, because a delivery lost on
+// its way (an SQS receive whose answer never came) is delivered again after the ack wait, as the
+// contract allows; a log that loses an event for good still fails.
+const NextWait = events.DefaultAckWait + 10*time.Second
+
+// Next waits up to NextWait for a delivery of s. If it gets none, a subscription that describes
+// its state (fmt.Stringer) is described in the failure.
 func Next(t *testing.T, s events.Subscription) events.Delivery {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, cancel := context.WithTimeout(ctx, NextWait)
 	defer cancel()
 	d, err := s.Next(c)
 	if err != nil {

@@ -58,7 +58,7 @@ var ctx = context.Background()
 
 func next(t *testing.T, s events.Subscription) events.Delivery {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	c, cancel := context.WithTimeout(ctx, eventstest.NextWait)
 	defer cancel()
 	d, err := s.Next(c)
 	if err != nil {
