@@ -126,7 +126,7 @@ func (h *hotCounters) commit(ctx context.Context, k table.Key, entries []counter
 // the event's other writes: a put on the condition that there is none yet, which a redelivery fails
 // (the event was applied), or on the event's first delivery (events.IsFirstDelivery) a put that
 // reads nothing: there can be none yet, and the embedded store's read for a key it does not hold
-// was a fifth of the notifications' transaction (docs/performance.md, "Session 53").
+// was a fifth of the notifications' transaction (docs/performance-history.md, "Session 53").
 func (a *App) appliedRecord(ctx context.Context, group, id string) table.Write {
 	k := appliedKey(group, id)
 	it := table.Item{table.PK: k.PK, table.SK: k.SK, table.TTL: a.clock.Now().Add(appliedTTL).Unix()}
