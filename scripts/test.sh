@@ -69,6 +69,10 @@ need() {
 
 # The demo client's browser test (./web) drives the distribution's headless Chromium.
 need chromium chromium
+# DynamoDB Local runs on Java 17. It, the SNS/SQS emulator, DuckDB and the TypeScript SDK's and
+# web client's dependencies install from npm.
+[ -n "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ] || need java openjdk-17-jre-headless
+need npm npm
 
 if [ -z "${ROOKERY_TEST_DYNAMO_ENDPOINT:-}" ]; then
 	echo "== starting DynamoDB Local"
