@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 //	likes                               GSI1 LIKED#<u>                    removeLike (LikeDeleted)
 //	follows, both ways                  GSI1 FOLLOWING#<u>, GSI3 FOLLOWEE#<u>  removeFollow (FollowDeleted)
 //	notifications they caused           GSI1 NOTIFBY#<u>                  deleted (with a like's ref)
+//	their id in mentions of others' posts  NOTIF#<u> (mentions)           unmention (reads hide it at once)
 //	their blocks and mutes; others' of them  BLOCK#<u>, MUTE#<u>; GSI3 BLOCKED#<u>, MUTED#<u>  deleted
 //	their notifications, activities, daily points, scores, stream log
 //	                                    NOTIF#<u>, ACT#<u>, SCORE#<u>, STREAM#<u>  deleted
@@ -150,8 +152,52 @@ func (a *App) liveAuthor(ctx context.Context, id string) (rookery.Author, error)
 	return authorOf(it), nil
 }
 
+// goneMentioned returns which of the users that posts mention (ids, with repeats) are deleted, so
+// that no post shows a mention of them (view.show) from their deletion's reply on. It answers from
+// what the process keeps where it can: its deletion marks (a.gone), else the authors' copies (a
+// live user's copy is kept until their deletion sets its tombstone, as for the posts' authors);
+// the rest are read (goneUsers).
+func (a *App) goneMentioned(ctx context.Context, ids []string) (map[string]bool, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var gone map[string]bool
+	var rest []string
+	if a.gone != nil {
+		for _, id := range ids {
+			if g, ok := a.gone.get(id); !ok {
+				rest = append(rest, id)
+			} else if g {
+				if gone == nil {
+					gone = map[string]bool{}
+				}
+				gone[id] = true
+			}
+		}
+	} else {
+		for i, c := range a.authors.get(ctx, ids) {
+			if c.item == nil {
+				rest = append(rest, ids[i])
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return gone, nil
+	}
+	read, err := a.goneUsers(ctx, rest...)
+	if err != nil {
+		return nil, err
+	}
+	if gone == nil {
+		return read, nil
+	}
+	maps.Copy(gone, read)
+	return gone, nil
+}
+
 // goneUsers returns which of ids are deleted users (tombstones), with one batch read of those not
-// known in process (a.gone). Unknown ids are not gone: they never were.
+// known in process (a.gone). Unknown ids are not gone: they never were. The live users read are
+// kept as authors' copies.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {
 	gone := map[string]bool{}
 	type toRead struct {
@@ -182,14 +228,18 @@ func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, er
 		if err != nil {
 			return nil, err
 		}
+		var live []table.Item
 		for i, it := range got {
 			if userGone(it) {
 				gone[batch[i].id] = true
+			} else if it != nil {
+				live = append(live, it)
 			}
 			if batch[i].keep {
 				a.gone.keep(batch[i].id, batch[i].epoch, userGone(it))
 			}
 		}
+		a.authors.fill(ctx, live...)
 	}
 	return gone, nil
 }
@@ -273,6 +323,11 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 			return err
 		}
 		for _, n := range ns {
+			if gone[n.Recipient] && n.Type == "mention" {
+				if err := a.unmention(ctx, n.Post, n.Recipient); err != nil {
+					return err
+				}
+			}
 			if gone[n.Actor] || gone[n.Recipient] {
 				if err := a.eraseItem(ctx, notifKey(n.Recipient, n.ID), a.eraseNotification); err != nil {
 					return err
@@ -359,7 +414,7 @@ func (a *App) eraseUser(ctx context.Context, user string, deletedAt time.Time) e
 		{table.Query{PK: muteKey(user, "").PK}, a.deleteEdge},
 		{table.Query{Index: gsi3.Name, PK: blockedByPK(user)}, a.deleteEdge},
 		{table.Query{Index: gsi3.Name, PK: mutedByPK(user)}, a.deleteEdge},
-		{table.Query{PK: notifPK(user)}, a.deleteItem},
+		{table.Query{PK: notifPK(user)}, a.eraseReceived},
 		{table.Query{PK: streamPK(user)}, a.deleteItem},
 	}
 	for _, s := range steps {
@@ -474,6 +529,48 @@ func (a *App) eraseNotification(ctx context.Context, it table.Item) error {
 		writes = append(writes, table.DeleteWrite(notifRefKey(recipientOf(k), "like:"+it.String("post_id")+":"+it.String("actor_id"))))
 	}
 	return a.table.TransactWrite(ctx, writes)
+}
+
+// eraseReceived deletes notification item it, which a deleted user received; a mention's post
+// first stops naming them.
+func (a *App) eraseReceived(ctx context.Context, it table.Item) error {
+	if it.String("type") == "mention" {
+		if err := a.unmention(ctx, it.String("post_id"), recipientOf(it.Key())); err != nil {
+			return err
+		}
+	}
+	return a.deleteItem(ctx, it)
+}
+
+// unmention takes deleted user out of the mentions of post (reads already show none of them:
+// view.show), so that a new account under their id, after the grace period, is not named by it.
+// The posts that mention a user are found through the mention notifications they received (the
+// account's, and those made after its deletion: ApplyErasure); a mention of a user who blocked
+// the author after the post and before its notification was handled made no notification, and
+// stays.
+func (a *App) unmention(ctx context.Context, post, user string) error {
+	k := postKey(post)
+	for {
+		it, err := a.table.Get(ctx, k)
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		mentions := it.Strings("mentions")
+		if !slices.Contains(mentions, user) {
+			return nil
+		}
+		_, err = a.table.Update(ctx, k, table.Update{
+			Set: map[string]any{"mentions": nonNil(slices.DeleteFunc(mentions, func(m string) bool { return m == user }))},
+			Add: map[string]int64{"rev": 1},
+		}, table.VersionIs("rev", it.Int("rev")))
+		a.posts.settle(ctx, a.table, post, k, err)
+		if !rookery.IsKind(err, rookery.Conflict) {
+			return err
+		}
+		// The post changed meanwhile (an edit, a like counted): read it again.
+	}
 }
 
 // postAuthor returns the author of post, or "" if it is gone.

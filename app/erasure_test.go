@@ -100,6 +100,14 @@ func TestErasureResumesAfterACrash(t *testing.T) {
 	must(err)
 	_, _, err = a.AddComment(as("cy"), bobPost, app.CommentInput{Text: "hey"})
 	must(err)
+	// cy's post mentions doomed, who is notified (the test hands the event over).
+	cyPost := post("cy", "hey @doomed_x")
+	created, _ := json.Marshal(app.PostPayload{PostID: cyPost, AuthorID: "cy", CreatedAt: rookery.Time{Time: time.Now()}})
+	must(a.ApplyNotifications(ctx, rookery.Event{ID: "MENTION1", Type: app.PostCreated, Version: 1, Key: "post:" + cyPost,
+		OccurredAt: rookery.Time{Time: time.Now()}, Payload: created}))
+	if n, err := tab.Query(ctx, table.Query{PK: "NOTIF#doomed"}); err != nil || len(n.Items) != 1 {
+		t.Fatalf("doomed's notifications before the deletion: %v, %v; want cy's mention", n.Items, err)
+	}
 	must(a.Mute(server, "doomed", "cy"))
 	must(a.Block(server, "bob", "doomed"))
 
@@ -130,7 +138,7 @@ func TestErasureResumesAfterACrash(t *testing.T) {
 	for _, q := range []table.Query{
 		{PK: "USER#doomed", Index: "GSI1"}, {PK: "COMMENTS#doomed", Index: "GSI1"}, {PK: "LIKED#doomed", Index: "GSI1"},
 		{PK: "FOLLOWING#doomed", Index: "GSI1"}, {PK: "FOLLOWEE#doomed", Index: "GSI3"}, {PK: "BLOCKED#doomed", Index: "GSI3"},
-		{PK: "MUTE#doomed"}, {PK: "TAG#erase", Index: "GSI2"},
+		{PK: "MUTE#doomed"}, {PK: "TAG#erase", Index: "GSI2"}, {PK: "NOTIF#doomed"},
 	} {
 		p, err := tab.Query(ctx, q)
 		must(err)
@@ -150,6 +158,10 @@ func TestErasureResumesAfterACrash(t *testing.T) {
 	}
 	if ok, err := tl.Exists(ctx, "doomed"); err != nil || ok {
 		t.Fatalf("the erased user's timeline: exists %v, %v", ok, err)
+	}
+	// cy's post keeps its text, and mentions nobody (a new account under the id is not named).
+	if it, err := tab.Get(ctx, table.Key{PK: "POST#" + cyPost, SK: "META"}); err != nil || len(it.Strings("mentions")) != 0 || it.String("text") != "hey @doomed_x" {
+		t.Fatalf("cy's post after the erasure: %v, %v; want its text, and no mentions", it, err)
 	}
 	// The others keep theirs: bob's post with cy's comment, cy's follow of bob, bob's block is gone
 	// with its target.

@@ -390,7 +390,7 @@ func (r *feedRead) show(ctx context.Context, refs []timeline.Entry, out []rooker
 		authors = append(authors, e.AuthorID)
 		ids = append(ids, e.PostID)
 	}
-	v, err := r.a.loadView(ctx, r.reader, authors, ids, true)
+	v, err := r.a.loadView(ctx, r.reader, authors, ids, nil, true)
 	if err != nil {
 		return out, err
 	}

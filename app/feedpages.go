@@ -39,9 +39,10 @@ type changes struct {
 
 // Kinds of key a page depends on.
 const (
-	keyUser   = 'u' // a user: their profile, edges, likes, timeline and which posts they wrote
-	keyPost   = 'p' // a post: its item, likes and comments
-	keyCelebs = 'c' // the celebrity registry
+	keyUser    = 'u' // a user: their profile, edges, likes, timeline and which posts they wrote
+	keyProfile = 'n' // a user's profile alone (whether they are deleted): for the users posts mention
+	keyPost    = 'p' // a post: its item, likes and comments
+	keyCelebs  = 'c' // the celebrity registry
 )
 
 var changeSeed = maphash.MakeSeed()
@@ -98,7 +99,10 @@ func (c *changes) unchangedSince(stamp uint64, slots []uint32) bool {
 // changes of what pages show.
 func (c *changes) changedItem(k table.Key, item table.Item) {
 	switch kind, id, _ := strings.Cut(k.PK, "#"); kind {
-	case "USER", "FOLLOW", "MUTE": // a profile; whom a reader follows or mutes
+	case "USER": // a profile
+		c.changed(keyUser, id)
+		c.changed(keyProfile, id)
+	case "FOLLOW", "MUTE": // whom a reader follows or mutes
 		c.changed(keyUser, id)
 	case "BLOCK": // either way hides
 		c.changed(keyUser, id)
@@ -279,7 +283,11 @@ const maxPageDeps = 2048
 
 // put keeps page for k, made by a read that began at stamp and read r.
 func (f *feedPages) put(k feedPageKey, stamp uint64, at time.Time, r *feedRead, page Page[rookery.Post]) {
-	n := 2 + len(r.following) + len(r.celebs) + 2*len(r.seen)
+	mentions := 0
+	for _, p := range page.Items {
+		mentions += len(p.Mentions)
+	}
+	n := 2 + len(r.following) + len(r.celebs) + 2*len(r.seen) + mentions
 	if n > maxPageDeps {
 		return
 	}
@@ -293,6 +301,11 @@ func (f *feedPages) put(k feedPageKey, stamp uint64, at time.Time, r *feedRead, 
 	}
 	for _, e := range r.seen {
 		deps = append(deps, changeSlot(keyPost, e.PostID), changeSlot(keyUser, e.AuthorID))
+	}
+	for _, p := range page.Items { // a mention of a user deleted since is shown no more
+		for _, m := range p.Mentions {
+			deps = append(deps, changeSlot(keyProfile, m))
+		}
 	}
 	page.Memo = &Memo{}
 	p := &feedPage{stamp: stamp, at: at, deps: deps, page: page}

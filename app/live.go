@@ -636,7 +636,7 @@ func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.E
 	if err != nil || len(present) == 0 {
 		return err
 	}
-	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, true)
+	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, nil, true)
 	if err != nil {
 		return err
 	}

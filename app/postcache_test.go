@@ -572,3 +572,64 @@ func (c *setFailingCache) SetMany(ctx context.Context, entries []cache.Entry, tt
 	}
 	return c.Cache.SetMany(ctx, entries, ttl)
 }
+
+// TestMentionsOfDeletedUsers: from a user's deletion on, no read shows a mention of them, though
+// the post's text names them: not a post read, nor a feed page kept from before (the store's only
+// writer), nor one whose copies are kept; after the erasure, the post's item names them no more.
+func TestMentionsOfDeletedUsers(t *testing.T) {
+	eachReadVariant(t, testMentionsOfDeletedUsers)
+}
+
+func testMentionsOfDeletedUsers(t *testing.T, tab table.Table, d app.Deps) {
+	var hits atomic.Int64
+	d.PostCacheTTL = time.Hour
+	d.OnFeedPageRead = func(hit bool) {
+		if hit {
+			hits.Add(1)
+		}
+	}
+	a, pipeline := readerWorld(t, tab, d)
+	for _, u := range []string{"author", "named", "kept"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Follow(server, "reader", "author"); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.CreatePost(as("author"), app.PostInput{Text: "hi @named and @kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Drain(t, 30*time.Second)
+	check := func(step, want string) {
+		t.Helper()
+		page, err := a.Feed(as("reader"), "", 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 || fmt.Sprint(page.Items[0].Mentions) != want {
+			t.Fatalf("%s: the reader's feed = %+v; want the post mentioning %s", step, page.Items, want)
+		}
+		got, err := a.Post(as("reader"), p.ID)
+		if err != nil || fmt.Sprint(got.Mentions) != want {
+			t.Fatalf("%s: the post mentions %v, %v; want %s", step, got.Mentions, err, want)
+		}
+	}
+	check("before the deletion", "[named kept]")
+	before := hits.Load()
+	check("before the deletion, again", "[named kept]")
+	if d.FeedPages > 0 && hits.Load() == before {
+		t.Fatal("the second read of the page was not served from the page kept: the test no longer reads one")
+	}
+	if err := a.DeleteUser(server, "named"); err != nil {
+		t.Fatal(err)
+	}
+	check("right after the deletion", "[kept]")
+	pipeline.Drain(t, 30*time.Second)
+	check("after the erasure", "[kept]")
+	it, err := tab.Get(context.Background(), table.Key{PK: "POST#" + p.ID, SK: "META"})
+	if err != nil || fmt.Sprint(it.Strings("mentions")) != "[kept]" {
+		t.Fatalf("the post's item after the erasure: %v, %v; want mentions [kept]", it, err)
+	}
+}

@@ -322,12 +322,13 @@ func postFromItem(it table.Item, author rookery.Author) rookery.Post {
 // and fills in authors and liked_by_me, with one batch read.
 func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, error) {
 	c, _ := rookery.CallerFrom(ctx)
-	var authors, ids []string
+	var authors, ids, mentioned []string
 	for _, it := range posts {
 		authors = append(authors, it.String("author_id"))
 		ids = append(ids, it.String("id"))
+		mentioned = append(mentioned, it.Strings("mentions")...)
 	}
-	v, err := a.loadView(ctx, c.Acting(), authors, ids, false)
+	v, err := a.loadView(ctx, c.Acting(), authors, ids, mentioned, false)
 	if err != nil {
 		return nil, err
 	}
@@ -342,19 +343,22 @@ func (a *App) hydrate(ctx context.Context, posts []table.Item) ([]rookery.Post, 
 
 // view is what rendering posts for one viewer needs, read in one batch: the authors, the viewer's
 // follow edges, blocks either way and mutes of them, the viewer's likes of the posts, and (for the
-// home feed, which starts from references) the posts themselves.
+// home feed, which starts from references) the posts themselves; then which users the posts
+// mention are deleted.
 type view struct {
 	viewer                         string
 	users                          map[string]table.Item
 	posts                          map[string]copied // read, or copies; by id
 	follows, blocked, muted, liked map[string]bool
+	goneMentioned                  map[string]bool // shared by the views, which only read it
 	rendered                       *renderedPosts
 }
 
 // loadView reads the view of viewer over authors and the posts ids (reading the posts too if
-// withPosts), in batches of table.MaxBatchGet keys.
-func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string, withPosts bool) (view, error) {
-	vs, err := a.loadViews(ctx, []string{viewer}, authors, ids, withPosts)
+// withPosts; if not, mentioned are the users the posts mention), in batches of table.MaxBatchGet
+// keys.
+func (a *App) loadView(ctx context.Context, viewer string, authors, ids, mentioned []string, withPosts bool) (view, error) {
+	vs, err := a.loadViews(ctx, []string{viewer}, authors, ids, mentioned, withPosts)
 	if err != nil {
 		return view{}, err
 	}
@@ -363,7 +367,7 @@ func (a *App) loadView(ctx context.Context, viewer string, authors, ids []string
 
 // loadViews is loadView for several viewers at once: the authors and posts are read once, each
 // viewer's edges and likes beside them.
-func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, withPosts bool) (map[string]*view, error) {
+func (a *App) loadViews(ctx context.Context, viewers, authors, ids, mentioned []string, withPosts bool) (map[string]*view, error) {
 	// Sized for what is read: grown from empty, they were much of a feed read's allocations.
 	users, posts := make(map[string]table.Item, len(authors)), make(map[string]copied, len(ids)) // shared by the views
 	vs := make(map[string]*view, len(viewers))
@@ -463,6 +467,22 @@ func (a *App) loadViews(ctx context.Context, viewers, authors, ids []string, wit
 	}
 	a.posts.fill(ctx, read...)
 	a.authors.fill(ctx, readUsers...)
+	if withPosts {
+		for _, c := range posts {
+			if c.post != nil {
+				mentioned = append(mentioned, c.post.Mentions...)
+			} else {
+				mentioned = append(mentioned, c.item.Strings("mentions")...)
+			}
+		}
+	}
+	gone, err := a.goneMentioned(ctx, mentioned)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		v.goneMentioned = gone
+	}
 	return vs, nil
 }
 
@@ -579,11 +599,21 @@ func (v view) maySee(c rookery.Caller, p rookery.Post) bool {
 }
 
 // show is post p (as renderedPosts renders it) as v's viewer sees it: with its author's profile,
-// and whether the viewer likes it.
+// whether the viewer likes it, and mentioning no deleted user.
 func (v view) show(p rookery.Post) rookery.Post {
 	p.Author = authorOf(v.users[p.Author.ID])
 	p.LikedByMe = v.liked[p.ID]
+	p.Mentions = mentionsLeft(p.Mentions, v.goneMentioned)
 	return p
+}
+
+// mentionsLeft returns mentions without the users gone names: mentions itself if it names none
+// (a rendered post's, which is shared), else a new slice.
+func mentionsLeft(mentions []string, gone map[string]bool) []string {
+	if len(gone) == 0 || !slices.ContainsFunc(mentions, func(m string) bool { return gone[m] }) {
+		return mentions
+	}
+	return slices.DeleteFunc(slices.Clone(mentions), func(m string) bool { return gone[m] })
 }
 
 // Post returns post id as the caller may see it: NotFound if it does not exist, was deleted, or is

@@ -527,7 +527,13 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		} else if err != nil {
 			return "", nil, err
 		}
-		return "post.created", map[string]any{"post": postFromItem(it, author)}, nil
+		post := postFromItem(it, author)
+		gone, err := a.goneMentioned(ctx, post.Mentions)
+		if err != nil {
+			return "", nil, err
+		}
+		post.Mentions = mentionsLeft(post.Mentions, gone)
+		return "post.created", map[string]any{"post": post}, nil
 	case PostDeleted:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {

@@ -47,6 +47,7 @@ func TestDeleteUser(t *testing.T) {
 	f.want(f.do("POST", "/v1/posts/"+bobPost+"/comments", carol, `{"text":"carol was here"}`), 201, "")
 	f.want(f.do("PUT", "/v1/posts/"+alicePosts[0]+"/likes/delbob", bob, ""), 200, "")
 	f.want(f.do("POST", "/v1/posts/"+alicePosts[0]+"/comments", bob, `{"text":"bob on alice's"}`), 201, "")
+	carolPost := f.do("POST", "/v1/posts", carol, `{"text":"thanks @delalice"}`).body["id"].(string)
 	f.want(f.do("PUT", "/v1/users/delalice/mutes/delcarol", alice, ""), 204, "")
 	f.want(f.do("PUT", "/v1/users/delcarol/blocks/delalice", carol, ""), 204, "") // ends carol's follow of alice
 	f.want(f.do("PUT", "/v1/users/delcarol/following/delbob", carol, ""), 200, "")
@@ -58,6 +59,35 @@ func TestDeleteUser(t *testing.T) {
 		}
 		return nil
 	})
+	// Where carol's post shows: read before the deletion, so that the feed's page is kept.
+	mentionPaths := []string{"/v1/posts/" + carolPost, "/v1/users/delcarol/posts", "/v1/feed"}
+	mentions := func(path string) string {
+		t.Helper()
+		r := f.do("GET", path, carol, "")
+		f.want(r, 200, "")
+		items, ok := r.body["items"].([]any)
+		if !ok {
+			items = []any{r.body}
+		}
+		for _, it := range items {
+			if p := it.(map[string]any); p["id"] == carolPost {
+				return fmt.Sprint(p["mentions"])
+			}
+		}
+		t.Fatalf("GET %s does not show carol's post: %s", path, r.raw)
+		return ""
+	}
+	eventuallyHTTP(t, "carol's feed", func() error {
+		if r := f.do("GET", "/v1/feed", carol, ""); !strings.Contains(r.raw, carolPost) {
+			return fmt.Errorf("carol's feed does not show her post yet: %s", r.raw)
+		}
+		return nil
+	})
+	for _, path := range mentionPaths {
+		if got := mentions(path); got != "[delalice]" {
+			t.Fatalf("GET %s: carol's post mentions %s before the deletion; want [delalice]", path, got)
+		}
+	}
 	eventuallyHTTP(t, "bob's feed", func() error {
 		if r := f.do("GET", "/v1/feed", bob, ""); !strings.Contains(r.raw, alicePosts[0]) {
 			return fmt.Errorf("bob's feed does not show alice's post yet: %s", r.raw)
@@ -94,6 +124,12 @@ func TestDeleteUser(t *testing.T) {
 			shows(path, bob)
 		}
 		shows("/v1/users/delcarol/following", carol)
+		// A post that named her (its text stays) mentions nobody.
+		for _, path := range mentionPaths {
+			if got := mentions(path); got != "[]" {
+				t.Fatalf("%s: GET %s: carol's post mentions %s; want []", when, path, got)
+			}
+		}
 	}
 	gone("right after the reply")
 
@@ -167,5 +203,11 @@ func TestDeleteUser(t *testing.T) {
 	}
 	if items := f.do("GET", "/v1/users/delalice/posts", bob, "").body["items"].([]any); !slices.Equal(items, []any{}) {
 		t.Fatalf("the new account under a deleted id lists posts: %v", items)
+	}
+	// The erasure took her out of the mentions of posts: they do not name the new account.
+	for _, path := range mentionPaths {
+		if got := mentions(path); got != "[]" {
+			t.Fatalf("GET %s: carol's post mentions %s after the id was taken again; want []", path, got)
+		}
 	}
 }

@@ -1182,7 +1182,7 @@ type ClientInterface interface {
 
 	// DeleteUser Delete an account (the user or a server token)
 	//
-	// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+	// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards, every home feed and the mentions of others' posts. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
 	//
 	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 	DeleteUser(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1914,7 +1914,7 @@ func (c *Client) GetUserByUsername(ctx context.Context, username string, reqEdit
 
 // DeleteUser Delete an account (the user or a server token)
 //
-// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards, every home feed and the mentions of others' posts. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
 //
 // Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 func (c *Client) DeleteUser(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5081,7 +5081,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteUserWithResponse Delete an account (the user or a server token)
 	//
-	// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+	// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards, every home feed and the mentions of others' posts. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11659,7 +11659,7 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 
 // DeleteUserWithResponse Delete an account (the user or a server token)
 //
-// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+// From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards, every home feed and the mentions of others' posts. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
 //
 // Returns a wrapper object for the known response body format(s).
 //

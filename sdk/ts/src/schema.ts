@@ -69,7 +69,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an account (the user or a server token)
-         * @description From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards and every home feed. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
+         * @description From the reply on, the user is gone from every read: their profile and username (404), posts, comments, likes, follows both ways, the notifications they caused, leaderboards, every home feed and the mentions of others' posts. Workers then erase what they had (docs/api.md, Account deletion). The username stays taken, and the id unusable, for the grace period (--deleted-grace, 30 days by default). Deleting a deleted account again is a success.
          */
         delete: operations["deleteUser"];
         options?: never;
