@@ -752,6 +752,13 @@ func (w *workload) checkFeed(u, tok string) error {
 	if got, want := idsOf(items, "id"), w.m.Feed(u); !slices.Equal(got, want) {
 		return &feedMismatch{user: u, got: got, want: want}
 	}
+	for _, it := range items { // a deleted user is mentioned by no post
+		for _, m := range it["mentions"].([]any) {
+			if w.gone(m.(string)) {
+				return fmt.Errorf("%s's feed shows post %s mentioning %s, whose account is deleted", u, it["id"], m)
+			}
+		}
+	}
 	return nil
 }
 
