@@ -196,8 +196,8 @@ func (a *App) goneMentioned(ctx context.Context, ids []string) (map[string]bool,
 }
 
 // goneUsers returns which of ids are deleted users (tombstones), with one batch read of those not
-// known in process (a.gone). Unknown ids are not gone: they never were. The live users read are
-// kept as authors' copies.
+// known in process (a.gone). Unknown ids are not gone: they never were. Without a.gone, the live
+// users read are kept as authors' copies, which goneMentioned reads first.
 func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, error) {
 	gone := map[string]bool{}
 	type toRead struct {
@@ -232,7 +232,7 @@ func (a *App) goneUsers(ctx context.Context, ids ...string) (map[string]bool, er
 		for i, it := range got {
 			if userGone(it) {
 				gone[batch[i].id] = true
-			} else if it != nil {
+			} else if it != nil && a.gone == nil {
 				live = append(live, it)
 			}
 			if batch[i].keep {
