@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
 )
 
@@ -24,3 +25,9 @@ func (a *App) AppendStreamForTest(ctx context.Context, users []string, src, typ 
 
 // LikeItemForTest is the stored like of post by user made at at.
 func LikeItemForTest(post, user string, at time.Time) table.Item { return likeItem(post, user, at) }
+
+// WebhookMessageForTest is the webhook message of event ev (its type and data), as the webhooks
+// consumer makes it.
+func (a *App) WebhookMessageForTest(ctx context.Context, ev rookery.Event) (string, any, error) {
+	return a.webhookMessage(ctx, ev)
+}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -631,5 +632,31 @@ func testMentionsOfDeletedUsers(t *testing.T, tab table.Table, d app.Deps) {
 	it, err := tab.Get(context.Background(), table.Key{PK: "POST#" + p.ID, SK: "META"})
 	if err != nil || fmt.Sprint(it.Strings("mentions")) != "[kept]" {
 		t.Fatalf("the post's item after the erasure: %v, %v; want mentions [kept]", it, err)
+	}
+}
+
+// TestWebhookMentionsOfDeletedUsers: a post.created message made after a mentioned user's
+// deletion does not mention them.
+func TestWebhookMentionsOfDeletedUsers(t *testing.T) {
+	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t), SoleWriter: true}).a
+	for _, u := range []string{"author", "named", "kept"} {
+		if _, _, err := a.PutUser(server, u, app.UserInput{Username: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _, err := a.CreatePost(as("author"), app.PostInput{Text: "hi @named and @kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteUser(server, "named"); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(app.PostPayload{PostID: p.ID, AuthorID: "author", CreatedAt: p.CreatedAt})
+	typ, data, err := a.WebhookMessageForTest(context.Background(), rookery.Event{ID: "E1", Type: app.PostCreated, Version: 1, Key: "post:" + p.ID, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := data.(map[string]any)["post"].(rookery.Post).Mentions; typ != "post.created" || fmt.Sprint(got) != "[kept]" {
+		t.Fatalf("the message: %s mentioning %v; want post.created mentioning [kept]", typ, got)
 	}
 }
