@@ -656,16 +656,30 @@ func (a *App) WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := a.clock.Now().UnixMilli()
 	out := make([]WebhookEndpoint, 0, len(items))
 	for _, it := range items {
-		ep := WebhookEndpoint{ID: it.String("id"), URL: it.String("url"), Enabled: it.Bool("enabled"), Secrets: []string{it.String("secret")}}
-		if prev := it.String("prev_secret"); prev != "" && it.Int("prev_until") > now {
-			ep.Secrets = append(ep.Secrets, prev)
-		}
-		out = append(out, ep)
+		out = append(out, a.endpointOf(it))
 	}
 	return out, nil
+}
+
+// WebhookEndpoint returns endpoint id as it is now (NotFound once deleted), so that an attempt
+// goes where the endpoint is configured when it is made: a dispatcher's list of the endpoints may
+// be seconds old.
+func (a *App) WebhookEndpoint(ctx context.Context, id string) (WebhookEndpoint, error) {
+	it, err := a.table.Get(ctx, webhookKey(id))
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return a.endpointOf(it), nil
+}
+
+func (a *App) endpointOf(it table.Item) WebhookEndpoint {
+	ep := WebhookEndpoint{ID: it.String("id"), URL: it.String("url"), Enabled: it.Bool("enabled"), Secrets: []string{it.String("secret")}}
+	if prev := it.String("prev_secret"); prev != "" && it.Int("prev_until") > a.clock.Now().UnixMilli() {
+		ep.Secrets = append(ep.Secrets, prev)
+	}
+	return ep
 }
 
 // DueDeliveries returns up to limit deliveries of endpoint due by now, oldest due first, that no

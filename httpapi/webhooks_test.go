@@ -282,8 +282,8 @@ func TestWebhookRetries(t *testing.T) {
 		t.Errorf("retried %v after a 429 with Retry-After: 1", wait)
 	}
 
-	// A rotation: the receiver knows both secrets while it switches; deliveries from a moment
-	// later (the dispatcher reads the endpoints every 2 s) carry a signature by each.
+	// A rotation: the receiver knows both secrets while it switches; deliveries attempted after
+	// the reply carry a signature by each.
 	r.setAnswer(nil)
 	rot := f.do("POST", "/v1/webhooks/"+id+"/rotate", app, "")
 	newSecret := rot.body["secret"].(string)
@@ -291,7 +291,6 @@ func TestWebhookRetries(t *testing.T) {
 	old := r.secrets[0]
 	r.secrets = []string{old, newSecret}
 	r.mu.Unlock()
-	time.Sleep(2100 * time.Millisecond)
 	msg = f.do("POST", "/v1/webhooks/"+id+"/test", app, "").body["msg_id"].(string)
 	r.waitFor("a message after the rotation", func(got map[string][]delivery) bool { return len(got["webhook.test"]) == 2 })
 	last := r.accepted()["webhook.test"][1]
@@ -307,6 +306,55 @@ func TestWebhookRetries(t *testing.T) {
 	defer r.mu.Unlock()
 	if len(r.bad) > 0 {
 		t.Errorf("deliveries whose signature failed: %v", r.bad)
+	}
+}
+
+// A change to an endpoint applies to every attempt made after its reply, although each dispatcher
+// lists the endpoints only every 2 s: a test message asked for right after a change of URL goes to
+// the new URL, and nothing goes to an endpoint disabled a moment before (what is queued for it
+// waits until it is enabled again).
+func TestWebhookEndpointChanges(t *testing.T) {
+	f, _ := newFixture(t)
+	old, moved := newReceiver(t), newReceiver(t)
+	id := f.registerWebhook(old, "post.created")
+	moved.secrets = old.secrets
+	app := token(t, "app", true)
+	f.want(f.do("POST", "/v1/webhooks/"+id+"/test", app, ""), 202, "")
+	// The dispatcher lists the endpoints when a message is queued for one it does not know: its
+	// list is fresh now, and read again only 2 s later.
+	old.waitFor("the first test message", func(got map[string][]delivery) bool { return len(got["webhook.test"]) == 1 })
+
+	b, _ := json.Marshal(map[string]string{"url": moved.srv.URL + "/hook"})
+	f.want(f.do("PATCH", "/v1/webhooks/"+id, app, string(b)), 200, "")
+	msg := f.do("POST", "/v1/webhooks/"+id+"/test", app, "").body["msg_id"].(string)
+	moved.waitFor("the test message at the new URL", func(got map[string][]delivery) bool { return len(got["webhook.test"]) == 1 })
+	if got := moved.accepted()["webhook.test"][0].id; got != msg {
+		t.Errorf("the new URL got %s; want %s", got, msg)
+	}
+
+	f.want(f.do("PATCH", "/v1/webhooks/"+id, app, `{"enabled":false}`), 200, "")
+	msg = f.do("POST", "/v1/webhooks/"+id+"/test", app, "").body["msg_id"].(string)
+	time.Sleep(300 * time.Millisecond) // 15 of the fixture's polls
+	moved.mu.Lock()
+	n := len(moved.got)
+	moved.mu.Unlock()
+	if n != 1 {
+		t.Errorf("a disabled endpoint got %d requests; want the 1 from before", n)
+	}
+	f.want(f.do("PATCH", "/v1/webhooks/"+id, app, `{"enabled":true}`), 200, "")
+	moved.waitFor("the message queued while the endpoint was disabled", func(got map[string][]delivery) bool { return len(got["webhook.test"]) == 2 })
+	if got := moved.accepted()["webhook.test"][1].id; got != msg {
+		t.Errorf("after enabling: %s; want %s", got, msg)
+	}
+	for _, r := range []*receiver{old, moved} {
+		r.mu.Lock()
+		if len(r.bad) > 0 {
+			t.Errorf("deliveries whose signature failed: %v", r.bad)
+		}
+		r.mu.Unlock()
+	}
+	if n := len(old.accepted()["webhook.test"]); n != 1 {
+		t.Errorf("the old URL got %d test messages; want the 1 from before the change", n)
 	}
 }
 

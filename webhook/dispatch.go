@@ -24,6 +24,7 @@ import (
 // Queue is the webhook queues as the dispatcher works them (app.App).
 type Queue interface {
 	WebhookEndpoints(ctx context.Context) ([]app.WebhookEndpoint, error)
+	WebhookEndpoint(ctx context.Context, id string) (app.WebhookEndpoint, error)
 	DueDeliveries(ctx context.Context, endpoint string, now time.Time, limit int) ([]app.QueuedDelivery, error)
 	ClaimDeliveries(ctx context.Context, ds []app.QueuedDelivery, until time.Time) ([]app.QueuedDelivery, error)
 	DeliveryDone(ctx context.Context, d app.QueuedDelivery) error
@@ -75,7 +76,7 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	state map[string]*endpointState // of the endpoints known
-	stale bool                      // a delivery was queued for an endpoint not known yet
+	stale bool                      // a delivery was queued for an endpoint not known yet, or one changed
 	wg    sync.WaitGroup
 }
 
@@ -243,6 +244,23 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 	if len(due) == 0 {
 		return
 	}
+	// The endpoint as it is now, not as the list read up to 2 s ago has it: a delivery goes to the
+	// URL, signed with the secrets, that the endpoint has when it is attempted (a client that
+	// changes the URL and then asks for a test message gets it at the new one).
+	cur, err := d.o.Queue.WebhookEndpoint(ctx, ep.ID)
+	if err != nil && !rookery.IsKind(err, rookery.NotFound) {
+		if ctx.Err() == nil {
+			d.o.Logger.Warn("reading a webhook endpoint", "endpoint", ep.ID, "err", err)
+		}
+		return
+	}
+	if err != nil || !cur.Enabled { // deleted or disabled since the list was read
+		d.mu.Lock()
+		d.stale = true
+		d.mu.Unlock()
+		return
+	}
+	ep = cur
 	held, err := d.o.Queue.ClaimDeliveries(ctx, due, now.Add(2*d.o.Timeout+5*time.Second)) // past the attempt and its settling
 	if err != nil && ctx.Err() == nil {
 		d.o.Logger.Warn("claiming webhook deliveries", "endpoint", ep.ID, "err", err)
