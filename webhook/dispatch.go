@@ -86,6 +86,7 @@ type endpointState struct {
 	openUntil time.Time
 	cooldown  time.Duration
 	last      string // the last failure, which an open breaker gives as the reason of its own
+	url       string // the endpoint's URL that failures were counted for
 }
 
 // New returns a Dispatcher.
@@ -222,13 +223,6 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 		d.state[ep.ID] = st
 	}
 	free := d.o.Concurrency - st.inFlight
-	// An open breaker fails what falls due without a request: each delivery still goes through
-	// its retries on its own schedule, to the dead letters if the endpoint stays down.
-	open := now.Before(st.openUntil)
-	reason := "the endpoint's circuit breaker is open after " + strconv.Itoa(st.failures) + " failures in a row; the last: " + st.last
-	if !open && st.failures >= d.o.BreakAfter {
-		free = min(free, 1-st.inFlight) // half-open: one trial at a time
-	}
 	d.mu.Unlock()
 	if free <= 0 {
 		return
@@ -261,6 +255,22 @@ func (d *Dispatcher) poll(ctx context.Context, ep app.WebhookEndpoint, now time.
 		return
 	}
 	ep = cur
+	d.mu.Lock()
+	if st.url != ep.URL { // a new URL is a new server: the failures of the old one do not count
+		st.url, st.failures, st.cooldown, st.openUntil = ep.URL, 0, 0, time.Time{}
+	}
+	// An open breaker fails what falls due without a request: each delivery still goes through
+	// its retries on its own schedule, to the dead letters if the endpoint stays down.
+	open := now.Before(st.openUntil)
+	reason := "the endpoint's circuit breaker is open after " + strconv.Itoa(st.failures) + " failures in a row; the last: " + st.last
+	if !open && st.failures >= d.o.BreakAfter {
+		free = min(free, 1-st.inFlight) // half-open: one trial at a time
+	}
+	d.mu.Unlock()
+	if free <= 0 {
+		return
+	}
+	due = due[:min(len(due), free)]
 	held, err := d.o.Queue.ClaimDeliveries(ctx, due, now.Add(2*d.o.Timeout+5*time.Second)) // past the attempt and its settling
 	if err != nil && ctx.Err() == nil {
 		d.o.Logger.Warn("claiming webhook deliveries", "endpoint", ep.ID, "err", err)
