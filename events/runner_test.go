@@ -15,6 +15,7 @@ import (
 	"github.com/rookery/rookery/events"
 	"github.com/rookery/rookery/events/embedded"
 	"github.com/rookery/rookery/events/eventstest"
+	"github.com/rookery/rookery/internal/testenv"
 )
 
 func newLog(t *testing.T) events.Log {
@@ -52,13 +53,7 @@ func appendN(t *testing.T, l events.Log, n, keys int) {
 
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, what, ok)
 }
 
 func fastBackoff(int) time.Duration { return 10 * time.Millisecond }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
+	"github.com/rookery/rookery/internal/testenv"
 	"github.com/rookery/rookery/webhook"
 )
 
@@ -157,7 +158,7 @@ func TestANewURLClosesTheBreaker(t *testing.T) {
 
 	q.add(app.QueuedDelivery{Endpoint: "ep", MessageID: "msg_1", Type: "webhook.test", Body: []byte(`{}`), Due: time.Now()})
 	d.Wake("ep")
-	waitUntil(t, "the failure that opens the breaker", func() bool { return q.attempts("msg_1") == 1 })
+	testenv.Eventually(t, 3*time.Second, "the failure that opens the breaker", func() bool { return q.attempts("msg_1") == 1 })
 	time.Sleep(100 * time.Millisecond) // the breaker is updated right after the retry is recorded
 
 	// While the breaker is open, what falls due fails without a request (the old URL's cooldown).
@@ -171,19 +172,8 @@ func TestANewURLClosesTheBreaker(t *testing.T) {
 	q.setEndpoint(app.WebhookEndpoint{ID: "ep", URL: alive.URL, Enabled: true, Secrets: []string{secret}})
 	q.add(app.QueuedDelivery{Endpoint: "ep", MessageID: "msg_3", Type: "webhook.test", Body: []byte(`{}`), Due: time.Now()})
 	d.Wake("ep")
-	waitUntil(t, "the delivery at the new URL", func() bool { return q.delivered("msg_3") })
+	testenv.Eventually(t, 3*time.Second, "the delivery at the new URL", func() bool { return q.delivered("msg_3") })
 	if n := down.Load(); n != 1 {
 		t.Errorf("the old URL got %d requests; want 1", n)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

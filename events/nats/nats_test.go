@@ -131,11 +131,7 @@ func keyEvents(from, n, keys int) []rookery.Event {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testenv.Eventually(t, 20*time.Second, what, cond)
 }
 
 // inOrder checks that each key's events appear in handled in the order of their sequence numbers.

@@ -1,6 +1,7 @@
 // Package testenv names the servers the tests use: the ones scripts/test.sh started for the run
 // (on free ports of its own), or the ones the ROOKERY_TEST_* variables point at, or the usual
-// local ports when neither is set (`go test` by hand on a machine that runs them).
+// local ports when neither is set (`go test` by hand on a machine that runs them); and how a test
+// waits for what runs in the background (Eventually).
 package testenv
 
 import (
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
+	"time"
 )
 
 func getenv(name, def string) string {
@@ -54,4 +57,15 @@ func StartScript(name string) (endpoint string, stop func(), err error) {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Eventually fails t unless cond holds within the given time, checking it every 10 ms:
+// how a test waits for what a background worker does.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+	}
 }
