@@ -46,7 +46,8 @@ for timelines in store redis; do
 			--out "bench-results/$name-rookery-$timelines$suffix.json" "$@"
 		stop
 		if [ "$timelines" = redis ] && command -v redis-cli >/dev/null; then
-			redis-cli --scan --pattern "rookerybench$$-$run*" | xargs -r redis-cli del >/dev/null
+			# Keys are "{prefix:user}:tl" and the like (hash-tagged for a cluster): match inside the braces.
+			redis-cli --scan --pattern "*rookerybench$$-$run:*" | xargs -r redis-cli del >/dev/null
 		fi
 	done
 done
