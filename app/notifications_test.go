@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -143,5 +144,54 @@ func TestMentionsMakeOneEvent(t *testing.T) {
 		if len(page.Items) != want {
 			t.Errorf("%s has %d notifications after the erasure check; want %d", user, len(page.Items), want)
 		}
+	}
+}
+
+// An endpoint made just before an event gets its message, although the webhooks consumer had read
+// the endpoints a moment before it was made: in one process (the table's only writer, which
+// forgets its copy when it changes an endpoint) and when the endpoint is made by another process
+// (an API process beside the worker: the worker reads the endpoints again for an event that
+// occurred after its copy was read).
+func TestWebhookEndpointsMadeJustBeforeAnEvent(t *testing.T) {
+	for name, sole := range map[string]bool{"one process": true, "an API process and a worker": false} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			d := app.Deps{Table: backends["pebble"](t), SoleWriter: sole, WebhookPolicy: app.WebhookPolicy{AllowHTTP: true, AllowPrivate: true}}
+			worker := newTwiceWorld(t, d).a
+			api := worker
+			if !sole {
+				api = newTwiceWorld(t, d).a
+			}
+			follow := func(n int) rookery.Event {
+				p, _ := json.Marshal(app.FollowPayload{FollowerID: "bob", FolloweeID: "alice", At: rookery.Time{Time: time.Now()}})
+				return rookery.Event{ID: fmt.Sprintf("01EVENT%d", n), Type: app.FollowCreated, Version: 1, Key: "follow:bob",
+					OccurredAt: rookery.Time{Time: time.Now()}, Payload: p}
+			}
+			url, types := "http://127.0.0.1:9/hook", []string{"follow.created"}
+			first, err := api.CreateWebhook(server, app.WebhookInput{URL: &url, Events: &types})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := worker.ApplyWebhooks(ctx, follow(1)); err != nil { // the worker reads the endpoints now
+				t.Fatal(err)
+			}
+			second, err := api.CreateWebhook(server, app.WebhookInput{URL: &url, Events: &types})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond) // the event occurs after the endpoint's reply, by the clock
+			if err := worker.ApplyWebhooks(ctx, follow(2)); err != nil {
+				t.Fatal(err)
+			}
+			for hook, want := range map[string]int{first.ID: 2, second.ID: 1} {
+				queued, err := worker.DueDeliveries(ctx, hook, time.Now().Add(time.Hour), 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(queued) != want {
+					t.Errorf("endpoint %s: %d messages queued; want %d", hook, len(queued), want)
+				}
+			}
+		})
 	}
 }

@@ -166,7 +166,9 @@ func (a *App) CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, erro
 	item := table.Item{table.PK: k.PK, table.SK: k.SK, "id": id, "url": *in.URL, "events": dedupe(*in.Events),
 		"description": deref(in.Description), "enabled": in.Enabled == nil || *in.Enabled, "secret": secret,
 		"created_at": now.UnixMilli()}
-	if err := a.table.Put(ctx, item, table.NotExists(table.PK)); err != nil {
+	err = a.table.Put(ctx, item, table.NotExists(table.PK))
+	a.endpoints.forget()
+	if err != nil {
 		return Webhook{}, err
 	}
 	w := webhookOf(item)
@@ -257,6 +259,7 @@ func (a *App) UpdateWebhook(ctx context.Context, id string, in WebhookInput) (We
 		return a.Webhook(ctx, id)
 	}
 	it, err := a.table.Update(ctx, webhookKey(id), table.Update{Set: set}, table.Exists(table.PK))
+	a.endpoints.forget()
 	if rookery.IsKind(err, rookery.Conflict) {
 		return Webhook{}, rookery.E(op, rookery.NotFound, "webhook endpoint not found")
 	} else if err != nil {
@@ -304,7 +307,9 @@ func (a *App) DeleteWebhook(ctx context.Context, id string) error {
 	if _, err := a.webhookItem(ctx, op, id); err != nil {
 		return err
 	}
-	if err := a.table.Delete(ctx, webhookKey(id)); err != nil {
+	err := a.table.Delete(ctx, webhookKey(id))
+	a.endpoints.forget()
+	if err != nil {
 		return err
 	}
 	q := webhookQueueQuery(id)
@@ -413,7 +418,7 @@ func (a *App) ApplyWebhooks(ctx context.Context, ev rookery.Event) error {
 		}
 		return a.queueDelivery(ctx, d.Endpoint, d.MessageID, d.Type, d.Body, a.clock.Now(), false) // an operator's replay: again
 	}
-	endpoints, err := a.webhookEndpoints(ctx)
+	endpoints, err := a.webhookEndpoints(ctx, ev.OccurredAt.Time)
 	if err != nil || !slices.ContainsFunc(endpoints, func(ep Webhook) bool { return ep.Enabled }) {
 		return err // no message is made for nobody
 	}
@@ -485,10 +490,23 @@ func (a *App) webhookMessages(ctx context.Context, ev rookery.Event) ([]webhookM
 	return msgs, nil
 }
 
-// webhookEndpoints returns the registered endpoints, from a copy at most a second old (the
-// consumer reads them for every event).
-func (a *App) webhookEndpoints(ctx context.Context) ([]Webhook, error) {
-	return a.endpoints.get(a.clock.Now(), time.Second, func() ([]Webhook, error) {
+// endpointsSpacing is the least time between two reads of the endpoints for the webhooks consumer.
+const endpointsSpacing = 50 * time.Millisecond
+
+// webhookEndpoints returns the registered endpoints for an event that occurred at occurred, from a
+// copy at most a second old (the consumer reads them for every event), read after the event
+// occurred: so an endpoint made before the event gets its message. A process that is its table's
+// only writer makes every change itself and forgets its copy then, so its copy is always current.
+// Elsewhere API processes make the changes, and a copy read before the event occurred is read
+// again (exact as far as the processes' clocks agree), at most every endpointsSpacing: events
+// that come faster wait for the next read and share it, so a worker reads the endpoints at most
+// 20 times a second, however many events it handles (a read each would cost a DynamoDB read an
+// event).
+func (a *App) webhookEndpoints(ctx context.Context, occurred time.Time) ([]Webhook, error) {
+	if a.soleWriter {
+		occurred = time.Time{}
+	}
+	return a.endpoints.getSince(occurred, a.clock.Now(), time.Second, endpointsSpacing, func() ([]Webhook, error) {
 		items, err := a.webhookItems(ctx)
 		if err != nil {
 			return nil, err
