@@ -24,8 +24,9 @@ import (
 // TestDemoInABrowser drives the demo client in headless Chromium (Debian's chromium; scripts/test.sh
 // installs it where it is missing): two users in two browser contexts against `rookery serve
 // --demo`. One follows the other, scrolls the feed to its first post, sees a new post arrive without
-// a reload, and likes it; the author's unread badge counts the like. Screenshots of both pages are
-// kept when it fails.
+// a reload, and likes it; the author's unread badge counts the like. A follow's older posts arrive
+// live where the feed orders them, and an unfollow takes the author's posts off the page. Screenshots
+// of both pages are kept when it fails.
 func TestDemoInABrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -33,8 +34,12 @@ func TestDemoInABrowser(t *testing.T) {
 	}
 	base, secret := serveDemo(t)
 
-	// ann has 25 posts already, made through the API.
+	// ann has 25 posts already, made through the API, and cy one older than all of them.
 	annTok, _ := auth.Mint(secret, "ann", false, time.Hour, time.Now())
+	bobTok, _ := auth.Mint(secret, "bob", false, time.Hour, time.Now())
+	cyTok, _ := auth.Mint(secret, "cy", false, time.Hour, time.Now())
+	call(t, "POST", base+"/demo/session", "", `{"user":"cy"}`)
+	call(t, "POST", base+"/v1/posts", cyTok, `{"text":"cy before everyone"}`)
 	call(t, "POST", base+"/demo/session", "", `{"user":"ann"}`)
 	for i := range 25 {
 		call(t, "POST", base+"/v1/posts", annTok, fmt.Sprintf(`{"text":"old post %02d"}`, i))
@@ -171,6 +176,31 @@ func TestDemoInABrowser(t *testing.T) {
 		must(t, "read the badge", err)
 		if time.Now().After(deadline) {
 			t.Fatalf("ann's unread badge shows %q; want 2 (bob's follow and like)", badge)
+		}
+	}
+
+	// bob follows cy: her post, older than all of ann's, arrives live at the feed's end, where the
+	// feed orders it (not on top). Then bob unfollows ann: her posts leave his page without a reload.
+	call(t, "PUT", base+"/v1/users/bob/following/cy", bobTok, "")
+	waitFeed(t, bob, "cy's post at the end", `(() => { const t = [...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent);
+		return t.length === 27 && t[0] === "hello live #demo" && t.at(-1) === "cy before everyone"; })()`)
+	call(t, "DELETE", base+"/v1/users/bob/following/ann", bobTok, "")
+	waitFeed(t, bob, "ann's posts gone", `(() => { const t = [...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent);
+		return t.length === 1 && t[0] === "cy before everyone"; })()`)
+}
+
+// waitFeed waits until the expression, about the page, is true.
+func waitFeed(t *testing.T, page context.Context, what, expr string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ok, err := chromedp.Run(within(t, page), chromedp.Evaluate[bool](expr))
+		must(t, what, err)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			texts, _ := chromedp.Run(within(t, page), chromedp.Evaluate[[]string](`[...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent)`))
+			t.Fatalf("%s: not within 20 s; the feed shows %q", what, texts)
 		}
 	}
 }

@@ -836,7 +836,7 @@ function postItem(p, isNew = false) {
   } }, `\u{1F4AC} ${p.comment_count}`);
   return el(
     "li",
-    { class: isNew ? "post new" : "post", "data-post": p.id },
+    { class: isNew ? "post new" : "post", "data-post": p.id, "data-author": p.author.id, "data-created": p.created_at },
     el(
       "div",
       { class: "meta" },
@@ -885,16 +885,30 @@ async function loadMoreFeed() {
     feedEnd.observe($("feed-end"));
   }
 }
+function placeInFeed(p) {
+  const items = [...$("feed").children];
+  const newer = (li) => li.dataset.created > p.created_at || li.dataset.created === p.created_at && li.dataset.post > p.id;
+  const before = items.find((li) => !newer(li));
+  if (!before && !feedDone && items.length > 0) return;
+  shown.add(p.id);
+  $("feed").insertBefore(postItem(p, true), before ?? null);
+}
+function removeFromFeed({ post_id, author_id }) {
+  const items = post_id ? $("feed").querySelectorAll(`[data-post="${CSS.escape(post_id)}"]`) : $("feed").querySelectorAll(`[data-author="${CSS.escape(author_id)}"]`);
+  for (const li of items) {
+    shown.delete(li.dataset.post);
+    li.remove();
+  }
+}
 async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
   try {
     for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
-        shown.add(ev.data.post.id);
-        $("feed").prepend(postItem(ev.data.post, true));
-      } else if (ev.type === "feed.remove" && ev.data.post_id) {
-        document.querySelector(`[data-post="${ev.data.post_id}"]`)?.remove();
+        placeInFeed(ev.data.post);
+      } else if (ev.type === "feed.remove") {
+        removeFromFeed(ev.data);
       } else if (ev.type === "notification") {
         setBadge(ev.data.unread_count);
       } else if (ev.type === "streak") {

@@ -61,7 +61,7 @@ function postItem(p, isNew = false) {
     comments.replaceChildren();
     for await (const c of rk.comments(p.id)) comments.append(el("li", {}, `${c.author.username}: ${c.text}`));
   } }, `💬 ${p.comment_count}`);
-  return el("li", { class: isNew ? "post new" : "post", "data-post": p.id },
+  return el("li", { class: isNew ? "post new" : "post", "data-post": p.id, "data-author": p.author.id, "data-created": p.created_at },
     el("div", { class: "meta" }, el("a", { href: "#profile", onclick: () => openProfile(p.author.id) }, `@${p.author.username}`),
       ` · ${new Date(p.created_at).toLocaleString()}${p.visibility === "followers" ? " · followers" : ""}`),
     el("div", { class: "text" }, p.text),
@@ -106,6 +106,30 @@ async function loadMoreFeed() {
   }
 }
 
+// A post from the stream goes where the feed orders it (newest first: by created_at, then id), not
+// always on top: a follow brings the author's recent posts, older than some already shown. One older
+// than every post shown while pages are left is not shown: paging brings it. (Into an empty feed it
+// goes at once: the first page may have been read before it was made.)
+function placeInFeed(p) {
+  const items = [...$("feed").children];
+  const newer = (li) => li.dataset.created > p.created_at || (li.dataset.created === p.created_at && li.dataset.post > p.id);
+  const before = items.find((li) => !newer(li));
+  if (!before && !feedDone && items.length > 0) return;
+  shown.add(p.id);
+  $("feed").insertBefore(postItem(p, true), before ?? null);
+}
+
+// feed.remove names a deleted post, or an author whose posts all left the feed (unfollowed, blocked,
+// muted); those may come back (a follow again), so they are forgotten as shown.
+function removeFromFeed({ post_id, author_id }) {
+  const items = post_id ? $("feed").querySelectorAll(`[data-post="${CSS.escape(post_id)}"]`)
+    : $("feed").querySelectorAll(`[data-author="${CSS.escape(author_id)}"]`);
+  for (const li of items) {
+    shown.delete(li.dataset.post);
+    li.remove();
+  }
+}
+
 async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
@@ -113,10 +137,9 @@ async function live() {
     // A browser's EventSource, opened with single-use stream tickets (no token in a URL).
     for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
-        shown.add(ev.data.post.id);
-        $("feed").prepend(postItem(ev.data.post, true));
-      } else if (ev.type === "feed.remove" && ev.data.post_id) {
-        document.querySelector(`[data-post="${ev.data.post_id}"]`)?.remove();
+        placeInFeed(ev.data.post);
+      } else if (ev.type === "feed.remove") {
+        removeFromFeed(ev.data);
       } else if (ev.type === "notification") {
         setBadge(ev.data.unread_count);
       } else if (ev.type === "streak") {
