@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -93,7 +94,8 @@ func exportPages[T any](ctx context.Context, kind string, page func(cursor strin
 }
 
 // exportItems emits the stored attributes of every item q finds (but keys, index keys and expiry,
-// which are the storage's, not the user's): a daily points total is a record of kind
+// which are the storage's, not the user's), with times (the attributes named *_at, stored as Unix
+// milliseconds) in RFC 3339 as everywhere in the API: a daily points total is a record of kind
 // "points_day", everything else of kind.
 func (a *App) exportItems(ctx context.Context, kind string, q table.Query, emit func(ExportRecord) error) error {
 	q.Limit = exportPage
@@ -111,6 +113,9 @@ func (a *App) exportItems(ctx context.Context, kind string, q table.Query, emit 
 			for name, v := range it {
 				if name == table.PK || name == table.SK || name == table.TTL || strings.HasPrefix(name, "GSI") {
 					continue
+				}
+				if ms, ok := v.(int64); ok && strings.HasSuffix(name, "_at") {
+					v = rookery.Time{Time: time.UnixMilli(ms)}
 				}
 				data[name] = v
 			}

@@ -89,6 +89,17 @@ func TestExportThroughHTTP(t *testing.T) {
 			t.Errorf("a storage attribute in the export: %v", rec)
 		}
 	}
+	// Times are RFC 3339 in every record, as everywhere in the API (stored ones are Unix ms).
+	for kind, field := range map[string]string{"comment": "created_at", "like": "liked_at", "block": "blocked_at",
+		"mute": "muted_at", "activity": "occurred_at", "following": "followed_at", "notification": "created_at"} {
+		for _, rec := range records[kind] {
+			if s, _ := rec[field].(string); !strings.HasSuffix(s, "Z") || s[len(s)-5] != '.' {
+				t.Errorf("%s's %s is %#v; want an RFC 3339 time with milliseconds", kind, field, rec[field])
+			} else if _, err := time.Parse(time.RFC3339, s); err != nil {
+				t.Errorf("%s's %s: %v", kind, field, err)
+			}
+		}
+	}
 	// Another user's export is theirs or a server's to ask for.
 	f.want(f.do("GET", "/v1/users/exa/export", b, ""), 403, "forbidden")
 	f.want(f.do("GET", "/v1/users/exa/export", server, ""), 200, "")

@@ -447,7 +447,7 @@ type Event struct {
 
 // ExportRecord defines model for ExportRecord.
 type ExportRecord struct {
-	// Data the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points
+	// Data the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points, their times (*_at) in RFC 3339 as everywhere
 	Data interface{}      `json:"data"`
 	Kind ExportRecordKind `json:"kind"`
 }

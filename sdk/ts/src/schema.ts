@@ -1019,7 +1019,7 @@ export interface components {
         ExportRecord: {
             /** @enum {string} */
             kind: "profile" | "post" | "comment" | "like" | "block" | "mute" | "following" | "follower" | "notification" | "activity" | "points_day" | "streak" | "end" | "error";
-            /** @description the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points */
+            /** @description the record: a User, Post, Follow, Notification or Streak as the API shows them; stored attributes for comments, likes, blocks, mutes, activities and daily points, their times (*_at) in RFC 3339 as everywhere */
             data: unknown;
         };
     };
