@@ -39,6 +39,8 @@ type Deps struct {
 	// Tracing, if set, makes every request a span of its, continuing the client's W3C trace
 	// context; the events a request causes carry it on (events.TraceParent).
 	Tracing trace.TracerProvider
+	// CORS says which other origins' pages may call the API (none by default).
+	CORS CORS
 }
 
 // NewServer returns the API's handler.
@@ -52,7 +54,7 @@ func NewServer(d Deps) http.Handler {
 	if d.Tracing != nil {
 		h = otelhttp.NewHandler(h, "http", otelhttp.WithTracerProvider(d.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
 	}
-	return h
+	return s.cors(h)
 }
 
 type server struct {

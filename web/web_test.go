@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func TestDemoInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the browser test needs chromium on PATH (apt-get install chromium; scripts/test.sh installs it): %v", err)
 	}
-	base, secret := serveDemo(t)
+	base, secret := serveDemo(t, "127.0.0.1:0")
 
 	// ann has 25 posts already, made through the API, and cy one older than all of them.
 	annTok, _ := auth.Mint(secret, "ann", false, time.Hour, time.Now())
@@ -219,9 +220,9 @@ func must(t *testing.T, what string, err error) {
 	}
 }
 
-// serveDemo builds the binary and starts `rookery serve --demo` on a free port; it returns the
-// base URL and the secret.
-func serveDemo(t *testing.T) (string, []byte) {
+// serveDemo builds the binary and starts `rookery serve --demo` on addr (port 0: a free one) with
+// the extra arguments; it returns the base URL and the secret.
+func serveDemo(t *testing.T, addr string, args ...string) (string, []byte) {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(t.TempDir(), "rookery")
@@ -231,7 +232,7 @@ func serveDemo(t *testing.T) (string, []byte) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	secret := []byte("web-test-secret-web-test-secret-0123456789")
-	cmd := exec.Command(bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error")
+	cmd := exec.Command(bin, append([]string{"serve", "--demo", "--addr", addr, "--data-dir", t.TempDir(), "--log-level", "error"}, args...)...)
 	cmd.Env = append(os.Environ(), "ROOKERY_AUTH_SECRET="+string(secret))
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -264,5 +265,72 @@ func call(t *testing.T, method, url, tok, body string) {
 	if resp.StatusCode >= 300 {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%s %s = %d %s", method, url, resp.StatusCode, b)
+	}
+}
+
+// TestCrossOriginInABrowser calls the API from a page of another origin, as a browser app served
+// from its own site does: the server allows http://localhost:<port> (--cors-origins), and a page
+// from there reads a reply with its rate-limit fields (a preflight for the Authorization header)
+// and opens a stream with a ticket. A page of an origin not allowed (http://127.0.0.1:<port>)
+// cannot read replies.
+func TestCrossOriginInABrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("the browser test needs chromium on PATH (apt-get install chromium; scripts/test.sh installs it): %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	allowed, other := fmt.Sprintf("http://localhost:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port)
+	_, secret := serveDemo(t, fmt.Sprintf("127.0.0.1:%d", port), "--cors-origins", allowed)
+	tok, _ := auth.Mint(secret, "ann", false, time.Hour, time.Now())
+	call(t, "POST", other+"/demo/session", "", `{"user":"ann"}`)
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox)...)
+	defer cancel()
+	page, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	if _, err := chromedp.Run(page, chromedp.Title()); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	// Each script runs in a page of one origin against the API at the other; it reports what the
+	// page could read, or the error that kept it from reading.
+	fetchFrom := func(pageOrigin, api string) string {
+		t.Helper()
+		must(t, "open a page of "+pageOrigin, chromedp.Do(within(t, page), chromedp.Navigate(pageOrigin+"/demo/")))
+		got, err := chromedp.Run(within(t, page), chromedp.Evaluate[string](fmt.Sprintf(`(async () => {
+			try {
+				const r = await fetch(%[1]q + "/v1/users/ann", { headers: { Authorization: "Bearer %[2]s" } });
+				const u = await r.json();
+				return r.status + " " + u.username + " remaining=" + r.headers.get("X-RateLimit-Remaining");
+			} catch (e) { return "error: " + e.message; }
+		})()`, api, tok), chromedp.EvalAwaitPromise))
+		must(t, "fetch from "+pageOrigin, err)
+		return got
+	}
+	if got := fetchFrom(allowed, other); !strings.HasPrefix(got, "200 ann remaining=") || strings.HasSuffix(got, "=null") {
+		t.Fatalf("a page of the allowed origin read %q; want 200 ann with its rate-limit field", got)
+	}
+	if got := fetchFrom(other, allowed); !strings.HasPrefix(got, "error:") {
+		t.Fatalf("a page of an origin not allowed read %q; want a failed fetch", got)
+	}
+	// A stream, opened cross-origin with a ticket (EventSource cannot send a token).
+	must(t, "open a page of "+allowed, chromedp.Do(within(t, page), chromedp.Navigate(allowed+"/demo/")))
+	opened, err := chromedp.Run(within(t, page), chromedp.Evaluate[string](fmt.Sprintf(`(async () => {
+		const r = await fetch(%[1]q + "/v1/stream/tickets", { method: "POST", headers: { Authorization: "Bearer %[2]s" } });
+		const { ticket } = await r.json();
+		return await new Promise((resolve) => {
+			const es = new EventSource(%[1]q + "/v1/stream?ticket=" + encodeURIComponent(ticket));
+			es.onopen = () => { es.close(); resolve("open"); };
+			es.onerror = () => { es.close(); resolve("error"); };
+		});
+	})()`, other, tok), chromedp.EvalAwaitPromise))
+	must(t, "open a stream", err)
+	if opened != "open" {
+		t.Fatalf("the cross-origin stream: %s; want it open", opened)
 	}
 }

@@ -43,6 +43,7 @@ type serveConfig struct {
 	procs           int
 	demo            bool
 	deletedGrace    time.Duration
+	corsOrigins     []string
 }
 
 func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
@@ -66,6 +67,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&sc.procs, "procs", 0, "goroutines Go runs at once (GOMAXPROCS); 0 is twice the CPUs the process may use (or the GOMAXPROCS environment variable if set): spare ones keep requests from waiting behind background work")
 	f.StringVar(&sc.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this address; off when empty (keep it private)")
 	f.DurationVar(&sc.deletedGrace, "deleted-grace", app.DefaultDeletedGrace, "how long a deleted account's username stays taken and its id unusable (DELETE /v1/users/{id})")
+	f.StringSliceVar(&sc.corsOrigins, "cors-origins", nil, "origins whose web pages may call the API from the browser (CORS), comma-separated, such as https://app.example.com; * for any; none by default")
 	f.BoolVar(&sc.demo, "demo", false, "DEMO ONLY: serve the demo web client at /demo/, which signs anyone in as any user without a password (embedded store and --role all only; never on a reachable address)")
 	sc.events.addFlags(cmd)
 	sc.timelines.addFlags(cmd.Flags())
@@ -127,6 +129,11 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	default:
 		return fmt.Errorf("--role must be all, api or worker, not %q", sc.role)
 	}
+	for _, o := range sc.corsOrigins {
+		if _, err := httpapi.ParseCORSOrigin(o); err != nil {
+			return fmt.Errorf("--cors-origins: %v", err)
+		}
+	}
 	debug.SetGCPercent(sc.gcPercent)
 	runtime.GOMAXPROCS(procs(sc.procs, os.Getenv("GOMAXPROCS") != ""))
 	clock := rookery.SystemClock
@@ -172,6 +179,7 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 	deps := httpapi.Deps{
+		CORS:     httpapi.CORS{Origins: sc.corsOrigins},
 		Tracing:  tracing,
 		Limits:   limits,
 		Backup:   b.backup(sc.backup, cfg),
