@@ -162,8 +162,8 @@ type retryLater struct {
 
 func (e retryLater) Unwrap() error { return e.error }
 
-// RetryAfter returns err (of Kind RateLimited or Unavailable) carrying a hint that the request may
-// succeed after d; the HTTP layer sends it as Retry-After.
+// RetryAfter returns err (of Kind RateLimited or Unavailable, or a Conflict that ends by itself)
+// carrying a hint that the request may succeed after d; the HTTP layer sends it as Retry-After.
 func RetryAfter(err error, d time.Duration) error { return retryLater{err, d} }
 
 // RetryAfterOf returns the hint RetryAfter put in err's chain.

@@ -77,7 +77,7 @@ func (a *App) BeginIdempotent(ctx context.Context, key string, body []byte) (*Re
 	}
 	old, err := a.table.Get(ctx, k)
 	if rookery.IsKind(err, rookery.NotFound) {
-		return nil, rookery.E(op, rookery.Conflict, "a request with this Idempotency-Key is being processed; retry")
+		return nil, stillRunning(op)
 	} else if err != nil {
 		return nil, err
 	}
@@ -85,9 +85,16 @@ func (a *App) BeginIdempotent(ctx context.Context, key string, body []byte) (*Re
 	case old.String("body_hash") != hash:
 		return nil, rookery.E(op, rookery.Conflict, "this Idempotency-Key was used with a different request body")
 	case old.String("state") != "done":
-		return nil, rookery.E(op, rookery.Conflict, "a request with this Idempotency-Key is being processed; retry")
+		return nil, stillRunning(op)
 	}
 	return &Replay{Status: int(old.Int("status")), Body: old.Bytes("response")}, nil
+}
+
+// stillRunning is the Conflict of a key whose first request has not finished (or, NotFound above,
+// has just failed and let the key go): unlike a key used with another body, it ends by itself, so
+// it carries a Retry-After for clients (the SDKs) that retry a request that got no answer.
+func stillRunning(op rookery.Op) error {
+	return rookery.RetryAfter(rookery.E(op, rookery.Conflict, "a request with this Idempotency-Key is being processed; retry"), time.Second)
 }
 
 // FinishIdempotent records the result of the request that claimed key, to be replayed for its

@@ -223,14 +223,16 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	if kind == rookery.Invalid && errors.As(err, &fe) {
 		p.Fields = fe
 	}
-	switch kind {
-	case rookery.RateLimited, rookery.Unavailable:
+	// 429 and 503 always say when to come back; another error only with a hint (a Conflict that
+	// ends by itself).
+	if d, ok := rookery.RetryAfterOf(err); ok || kind == rookery.RateLimited || kind == rookery.Unavailable {
 		secs := int64(1)
-		if d, ok := rookery.RetryAfterOf(err); ok {
+		if ok {
 			secs = max(1, int64((d+time.Second-1)/time.Second))
 		}
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	case rookery.Unauthenticated:
+	}
+	if kind == rookery.Unauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rookery"`)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")

@@ -30,3 +30,25 @@ func TestPostsReplyJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemRetryAfter: 429 and 503 always carry Retry-After (their hint, else 1 s); another
+// problem only with a hint, as a Conflict that ends by itself has.
+func TestProblemRetryAfter(t *testing.T) {
+	s := &server{}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{rookery.E("op", rookery.RateLimited, "slow down"), "1"},
+		{rookery.RetryAfter(rookery.E("op", rookery.RateLimited, "slow down"), 12*time.Second), "12"},
+		{rookery.E("op", rookery.Unavailable, "down"), "1"},
+		{rookery.RetryAfter(rookery.E("op", rookery.Conflict, "still running"), time.Second), "1"},
+		{rookery.E("op", rookery.Conflict, "another body"), ""},
+	} {
+		w := httptest.NewRecorder()
+		s.problem(w, httptest.NewRequest("POST", "/v1/posts", nil), c.err)
+		if got := w.Header().Get("Retry-After"); got != c.want {
+			t.Errorf("%v: Retry-After %q; want %q", c.err, got, c.want)
+		}
+	}
+}

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// retrying sends a request again when it is answered 429 or 503, or not answered, if it is safe to
-// repeat: a read, or a write with an Idempotency-Key. The creating POSTs (a post, a comment) get a
+// retrying sends a request again when it is answered 429 or 503, or not answered, or 409 with a
+// Retry-After (its Idempotency-Key's first request still runs), if it is safe to repeat: a read, or
+// a write with an Idempotency-Key. The creating POSTs (a post, a comment) get a
 // key when they have none, so that their retries cannot create twice.
 type retrying struct {
 	next    http.RoundTripper
@@ -38,7 +39,9 @@ func (t *retrying) RoundTrip(req *http.Request) (*http.Response, error) {
 			if req.Context().Err() != nil {
 				return resp, err
 			}
-		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable ||
+			// a key whose first request (one that got no answer, say) still runs
+			resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "":
 			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 				wait = time.Duration(s) * time.Second
 			}

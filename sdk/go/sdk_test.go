@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,6 +361,50 @@ func TestRetries(t *testing.T) {
 	var e *rookery.Error
 	if !errors.As(last, &e) || e.Code != "rate_limited" || e.RetryAfter <= 0 {
 		t.Fatalf("over the limit without retries: %v", last)
+	}
+}
+
+// TestRetriesARequestStillRunning: a create that got no answer is sent again with its key; if the
+// first attempt still runs, the server answers 409 with Retry-After (a Conflict that ends by
+// itself), and the SDK waits and sends it again, with the same key, until it gets the result. A
+// 409 without Retry-After (the key used with another body) is the caller's. The server's side is
+// tested in the server's module (app's TestIdempotencyKeyInFlight): its window is too short to hit
+// from here, so this server stands in for it.
+func TestRetriesARequestStillRunning(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/problem+json")
+		switch {
+		case r.URL.Path == "/v1/posts" && n == 1:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(409)
+			io.WriteString(w, `{"type":"urn:rookery:problem:conflict","title":"Conflict","status":409,"detail":"a request with this Idempotency-Key is being processed; retry","code":"conflict"}`)
+		case r.URL.Path == "/v1/posts":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(201)
+			io.WriteString(w, `{"id":"01KBQ0000000000000000000P1","author":{"id":"ann","username":"ann","display_name":""},"text":"once","tags":[],"mentions":[],"media":[],"visibility":"public","created_at":"2026-12-05T10:00:00.000Z","edited_at":null,"like_count":0,"comment_count":0,"liked_by_me":false}`)
+		default:
+			w.WriteHeader(409)
+			io.WriteString(w, `{"type":"urn:rookery:problem:conflict","title":"Conflict","status":409,"detail":"this Idempotency-Key was used with a different request body","code":"conflict"}`)
+		}
+	}))
+	defer srv.Close()
+	c := client(t, srv.URL, "tok")
+	p, err := c.CreatePostWithResponse(context.Background(), nil, api.PostInput{Text: "once"})
+	ok(t, "create while the first attempt runs", p.HTTPResponse, p.Body, err)
+	sent := func() []string { mu.Lock(); defer mu.Unlock(); return keys }
+	if k := sent(); len(k) != 2 || k[0] == "" || k[0] != k[1] {
+		t.Fatalf("attempts with keys %q; want two with the same key", k)
+	}
+	cm, err := c.AddCommentWithResponse(context.Background(), "01KBQ0000000000000000000P1", nil, api.CommentInput{Text: "x"})
+	var e *rookery.Error
+	if err = rookery.Check(cm.HTTPResponse, cm.Body, err); !errors.As(err, &e) || e.Status != 409 || len(sent()) != 3 {
+		t.Fatalf("a 409 without Retry-After: %v after %d attempts; want it returned at once", err, len(sent())-2)
 	}
 }
 

@@ -520,9 +520,11 @@ function retrying(base, retries, maxWaitMs) {
         await sleep(100 * 2 ** attempt, req.signal);
         continue;
       }
-      if (!safe || attempt >= retries || resp.status !== 429 && resp.status !== 503)
+      const again = resp.status === 429 || resp.status === 503 || resp.status === 409 && resp.headers.has("Retry-After");
+      if (!safe || attempt >= retries || !again)
         return resp;
-      const after = Number(resp.headers.get("Retry-After"));
+      const header = resp.headers.get("Retry-After");
+      const after = header === null ? NaN : Number(header);
       const wait = Number.isFinite(after) && after >= 0 ? after * 1e3 : 100 * 2 ** attempt;
       if (wait > maxWaitMs)
         return resp;

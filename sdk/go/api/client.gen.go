@@ -5396,6 +5396,11 @@ func (r ReadinessResponse) ContentType() string {
 	return ""
 }
 
+// RecordActivityResponse409Headers the declared response headers of an HTTP 409 response for RecordActivity
+type RecordActivityResponse409Headers struct {
+	RetryAfter *int
+}
+
 // RecordActivityResponse429Headers the declared response headers of an HTTP 429 response for RecordActivity
 type RecordActivityResponse429Headers struct {
 	RateLimit           *string
@@ -5436,6 +5441,8 @@ type RecordActivityResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RecordActivityResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RecordActivityResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5526,6 +5533,11 @@ func (r RecordActivityResponse) ContentType() string {
 	return ""
 }
 
+// CreateBackupResponse409Headers the declared response headers of an HTTP 409 response for CreateBackup
+type CreateBackupResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateBackupResponse429Headers the declared response headers of an HTTP 429 response for CreateBackup
 type CreateBackupResponse429Headers struct {
 	RateLimit           *string
@@ -5572,6 +5584,8 @@ type CreateBackupResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateBackupResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateBackupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6121,6 +6135,11 @@ func (r ReplayDeadLetterResponse) ContentType() string {
 	return ""
 }
 
+// RepairStreaksResponse409Headers the declared response headers of an HTTP 409 response for RepairStreaks
+type RepairStreaksResponse409Headers struct {
+	RetryAfter *int
+}
+
 // RepairStreaksResponse429Headers the declared response headers of an HTTP 429 response for RepairStreaks
 type RepairStreaksResponse429Headers struct {
 	RateLimit           *string
@@ -6162,6 +6181,8 @@ type RepairStreaksResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RepairStreaksResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RepairStreaksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6692,6 +6713,11 @@ func (r ListNotificationsResponse) ContentType() string {
 	return ""
 }
 
+// MarkNotificationsReadResponse409Headers the declared response headers of an HTTP 409 response for MarkNotificationsRead
+type MarkNotificationsReadResponse409Headers struct {
+	RetryAfter *int
+}
+
 // MarkNotificationsReadResponse429Headers the declared response headers of an HTTP 429 response for MarkNotificationsRead
 type MarkNotificationsReadResponse429Headers struct {
 	RateLimit           *string
@@ -6728,6 +6754,8 @@ type MarkNotificationsReadResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *MarkNotificationsReadResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MarkNotificationsReadResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6912,6 +6940,11 @@ type CreatePostResponse201Headers struct {
 	IdempotentReplayed *string
 }
 
+// CreatePostResponse409Headers the declared response headers of an HTTP 409 response for CreatePost
+type CreatePostResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreatePostResponse429Headers the declared response headers of an HTTP 429 response for CreatePost
 type CreatePostResponse429Headers struct {
 	RateLimit           *string
@@ -6954,6 +6987,8 @@ type CreatePostResponse struct {
 	ApplicationproblemJSONDefault *Problem
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreatePostResponse201Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePostResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreatePostResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7262,6 +7297,11 @@ func (r GetPostResponse) ContentType() string {
 	return ""
 }
 
+// EditPostResponse409Headers the declared response headers of an HTTP 409 response for EditPost
+type EditPostResponse409Headers struct {
+	RetryAfter *int
+}
+
 // EditPostResponse429Headers the declared response headers of an HTTP 429 response for EditPost
 type EditPostResponse429Headers struct {
 	RateLimit           *string
@@ -7302,6 +7342,8 @@ type EditPostResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *EditPostResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EditPostResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7507,6 +7549,11 @@ func (r ListCommentsResponse) ContentType() string {
 	return ""
 }
 
+// AddCommentResponse409Headers the declared response headers of an HTTP 409 response for AddComment
+type AddCommentResponse409Headers struct {
+	RetryAfter *int
+}
+
 // AddCommentResponse429Headers the declared response headers of an HTTP 429 response for AddComment
 type AddCommentResponse429Headers struct {
 	RateLimit           *string
@@ -7549,6 +7596,8 @@ type AddCommentResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AddCommentResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *AddCommentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7977,6 +8026,11 @@ func (r UnlikePostResponse) ContentType() string {
 	return ""
 }
 
+// LikePostResponse409Headers the declared response headers of an HTTP 409 response for LikePost
+type LikePostResponse409Headers struct {
+	RetryAfter *int
+}
+
 // LikePostResponse429Headers the declared response headers of an HTTP 429 response for LikePost
 type LikePostResponse429Headers struct {
 	RateLimit           *string
@@ -8017,6 +8071,8 @@ type LikePostResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *LikePostResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *LikePostResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8743,6 +8799,11 @@ func (r GetUserResponse) ContentType() string {
 	return ""
 }
 
+// PutUserResponse409Headers the declared response headers of an HTTP 409 response for PutUser
+type PutUserResponse409Headers struct {
+	RetryAfter *int
+}
+
 // PutUserResponse429Headers the declared response headers of an HTTP 429 response for PutUser
 type PutUserResponse429Headers struct {
 	RateLimit           *string
@@ -8785,6 +8846,8 @@ type PutUserResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutUserResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9659,6 +9722,11 @@ func (r GetFollowResponse) ContentType() string {
 	return ""
 }
 
+// FollowUserResponse409Headers the declared response headers of an HTTP 409 response for FollowUser
+type FollowUserResponse409Headers struct {
+	RetryAfter *int
+}
+
 // FollowUserResponse429Headers the declared response headers of an HTTP 429 response for FollowUser
 type FollowUserResponse429Headers struct {
 	RateLimit           *string
@@ -9700,6 +9768,8 @@ type FollowUserResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *FollowUserResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FollowUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10458,6 +10528,11 @@ func (r ListWebhooksResponse) ContentType() string {
 	return ""
 }
 
+// CreateWebhookResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhook
+type CreateWebhookResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateWebhookResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhook
 type CreateWebhookResponse429Headers struct {
 	RateLimit           *string
@@ -10496,6 +10571,8 @@ type CreateWebhookResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWebhookResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10806,6 +10883,11 @@ func (r GetWebhookResponse) ContentType() string {
 	return ""
 }
 
+// UpdateWebhookResponse409Headers the declared response headers of an HTTP 409 response for UpdateWebhook
+type UpdateWebhookResponse409Headers struct {
+	RetryAfter *int
+}
+
 // UpdateWebhookResponse429Headers the declared response headers of an HTTP 429 response for UpdateWebhook
 type UpdateWebhookResponse429Headers struct {
 	RateLimit           *string
@@ -10846,6 +10928,8 @@ type UpdateWebhookResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateWebhookResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateWebhookResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12187,6 +12271,16 @@ func ParseRecordActivityResponse(rsp *http.Response) (*RecordActivityResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers RecordActivityResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecordActivityResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -12342,6 +12436,16 @@ func ParseCreateBackupResponse(rsp *http.Response) (*CreateBackupResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers CreateBackupResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateBackupResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -13047,6 +13151,16 @@ func ParseRepairStreaksResponse(rsp *http.Response) (*RepairStreaksResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers RepairStreaksResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers RepairStreaksResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -13718,6 +13832,16 @@ func ParseMarkNotificationsReadResponse(rsp *http.Response) (*MarkNotificationsR
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers MarkNotificationsReadResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers MarkNotificationsReadResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -14003,6 +14127,16 @@ func ParseCreatePostResponse(rsp *http.Response) (*CreatePostResponse, error) {
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePostResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreatePostResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -14426,6 +14560,16 @@ func ParseEditPostResponse(rsp *http.Response) (*EditPostResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers EditPostResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers EditPostResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -14723,6 +14867,16 @@ func ParseAddCommentResponse(rsp *http.Response) (*AddCommentResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers AddCommentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers AddCommentResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15280,6 +15434,16 @@ func ParseLikePostResponse(rsp *http.Response) (*LikePostResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers LikePostResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers LikePostResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16224,6 +16388,16 @@ func ParsePutUserResponse(rsp *http.Response) (*PutUserResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers PutUserResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutUserResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17322,6 +17496,16 @@ func ParseFollowUserResponse(rsp *http.Response) (*FollowUserResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers FollowUserResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers FollowUserResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18281,6 +18465,16 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWebhookResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18711,6 +18905,16 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 409:
+		var headers UpdateWebhookResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateWebhookResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -73,8 +73,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 const newIdempotencyKey = () => crypto.randomUUID();
 
 /** The fetch of every request: it adds an Idempotency-Key to the creating POSTs that lack one, and
- * sends a request again, after its Retry-After, when it is answered 429 or 503 (or not answered)
- * and is safe to repeat: a read, or a write with an Idempotency-Key. */
+ * sends a request again, after its Retry-After, when it is answered 429 or 503 (or not answered, or
+ * 409 with a Retry-After: its key's first attempt still runs) and is safe to repeat: a read, or a
+ * write with an Idempotency-Key. */
 function retrying(base: typeof fetch, retries: number, maxWaitMs: number): typeof fetch {
   return async (input, init) => {
     let req = new Request(input, init);
@@ -93,8 +94,11 @@ function retrying(base: typeof fetch, retries: number, maxWaitMs: number): typeo
         await sleep(100 * 2 ** attempt, req.signal);
         continue;
       }
-      if (!safe || attempt >= retries || (resp.status !== 429 && resp.status !== 503)) return resp;
-      const after = Number(resp.headers.get("Retry-After"));
+      // A 409 with Retry-After is a key whose first request still runs (one that got no answer).
+      const again = resp.status === 429 || resp.status === 503 || (resp.status === 409 && resp.headers.has("Retry-After"));
+      if (!safe || attempt >= retries || !again) return resp;
+      const header = resp.headers.get("Retry-After");
+      const after = header === null ? NaN : Number(header);
       const wait = Number.isFinite(after) && after >= 0 ? after * 1000 : 100 * 2 ** attempt;
       if (wait > maxWaitMs) return resp;
       await resp.body?.cancel();

@@ -1075,9 +1075,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description a conflicting state or a reused Idempotency-Key with another body (code conflict) */
+        /** @description a conflicting state or a reused Idempotency-Key with another body (code conflict); with Retry-After, the key's first request still runs: send it again after that */
         Conflict: {
             headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {

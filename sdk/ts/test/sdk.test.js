@@ -165,6 +165,37 @@ test("reads over the rate limit are retried after Retry-After; without retries t
   assert.ok(last instanceof RookeryError && last.code === "rate_limited" && last.retryAfterMs > 0, String(last));
 });
 
+// The server's side is tested in its module (app's TestIdempotencyKeyInFlight): the window in which
+// a first attempt still runs is too short to hit from here, so this server stands in for it.
+test("a create whose first attempt still runs (409 with Retry-After) is sent again with its key; a 409 without is the caller's", async () => {
+  const keys = [];
+  const problem = (detail) => JSON.stringify({ type: "urn:rookery:problem:conflict", title: "Conflict", status: 409, detail, code: "conflict" });
+  const stub = createServer((req, res) => {
+    keys.push(req.headers["idempotency-key"]);
+    req.resume();
+    if (req.url === "/v1/posts" && keys.length === 1) {
+      res.writeHead(409, { "Content-Type": "application/problem+json", "Retry-After": "0" }).end(problem("a request with this Idempotency-Key is being processed; retry"));
+    } else if (req.url === "/v1/posts") {
+      res.writeHead(201, { "Content-Type": "application/json" }).end(JSON.stringify({ id: "p1", text: "once" }));
+    } else {
+      res.writeHead(409, { "Content-Type": "application/problem+json" }).end(problem("this Idempotency-Key was used with a different request body"));
+    }
+  });
+  await new Promise((resolve) => stub.listen(0, "127.0.0.1", resolve));
+  try {
+    const rk = sdk(`http://127.0.0.1:${stub.address().port}`, "tok");
+    const post = Rookery.check(await rk.api.POST("/v1/posts", { body: { text: "once" } }));
+    assert.equal(post.id, "p1");
+    assert.equal(keys.length, 2);
+    assert.ok(keys[0] && keys[0] === keys[1], `keys ${keys}`);
+    await assert.rejects(async () => Rookery.check(await rk.api.POST("/v1/posts/{id}/comments", { params: { path: { id: "p1" } }, body: { text: "x" } })),
+      (e) => e instanceof RookeryError && e.status === 409);
+    assert.equal(keys.length, 3, "a 409 without Retry-After was retried");
+  } finally {
+    stub.close();
+  }
+});
+
 test("the stream resumes with Last-Event-ID after its connection drops: every feed.post once, in order", async () => {
   const base = await serve();
   const server = sdk(base, mintServerToken(secret, "app"));
