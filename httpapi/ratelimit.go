@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -22,6 +22,9 @@ type RateLimits struct {
 	Expensive ratelimit.Policy  // reads past the first page of the feed, a tag or an author's posts
 	Server    ratelimit.Policy
 	Anonymous ratelimit.Policy
+	// TrustedProxies are the peers (load balancers) whose X-Forwarded-For names the client address
+	// that Anonymous counts by; none: the peer is the client.
+	TrustedProxies []netip.Prefix
 
 	warned atomic.Int64 // Unix ns of the last warning that the limiter failed
 }
@@ -46,11 +49,7 @@ func limitClass(r *http.Request) string {
 func (l *RateLimits) policy(r *http.Request, c *rookery.Caller) (name string, p ratelimit.Policy, key string) {
 	switch {
 	case c == nil:
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		return "anonymous", l.Anonymous, "addr:" + host
+		return "anonymous", l.Anonymous, "addr:" + clientAddr(r, l.TrustedProxies)
 	case c.Server:
 		return "server", l.Server, "server:" + c.UserID
 	}

@@ -15,6 +15,7 @@ import (
 // rateLimitsConfig are the rate limits of the API's routes (docs/api.md, "Rate limits").
 type rateLimitsConfig struct {
 	read, write, expensive, server, anonymous string
+	trustedProxies                            []string
 }
 
 func (c *rateLimitsConfig) addFlags(f *pflag.FlagSet) {
@@ -24,6 +25,7 @@ func (c *rateLimitsConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.expensive, "rate-expensive", "120/1m", "pages past the first a user may read of their feed, a tag's or an author's posts"+form)
 	f.StringVar(&c.server, "rate-server", "600000/1m", "requests of every class a server token may make (one bucket per token subject: it acts for many users)"+form)
 	f.StringVar(&c.anonymous, "rate-anonymous", "120/1m", "requests without a valid token one client address may make (each answered 401)"+form)
+	f.StringSliceVar(&c.trustedProxies, "trusted-proxies", nil, "load balancers or proxies in front of the API (addresses or CIDR prefixes, comma-separated, such as 10.0.0.0/8): from them, the client address is the rightmost untrusted one of X-Forwarded-For; none by default (the connection's peer is the client)")
 }
 
 // limits returns the HTTP server's rate limits, counted in this process (--cache memory) or in
@@ -40,6 +42,13 @@ func (c *rateLimitsConfig) limits(cache, redisAddr, prefix string) (*httpapi.Rat
 			return nil, fmt.Errorf("--%s: %w", x.flag, err)
 		}
 		*x.p = p
+	}
+	for _, s := range c.trustedProxies {
+		p, err := httpapi.ParseTrustedProxy(s)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %q is not an address or a CIDR prefix such as 10.0.0.0/8", s)
+		}
+		l.TrustedProxies = append(l.TrustedProxies, p)
 	}
 	switch cache {
 	case "redis":

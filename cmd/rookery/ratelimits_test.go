@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -100,6 +101,37 @@ func TestRateLimitsEndToEnd(t *testing.T) {
 			t.Fatalf("healthz = %d", st)
 		}
 	}
+
+	t.Run("behind a trusted proxy, per client address it forwards", func(t *testing.T) {
+		anon := func(base, forwardedFor string) int {
+			req, _ := http.NewRequest("GET", base+"/v1/feed", nil)
+			req.Header.Set("X-Forwarded-For", forwardedFor)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		// The tests' requests come from 127.0.0.1: as a load balancer would, they say whom for.
+		behind := start(t, map[string]string{"ROOKERY_TRUSTED_PROXIES": "10.0.0.0/8,127.0.0.1"}, "--data-dir", t.TempDir(), "--rate-anonymous", "2/1m")
+		for i, xff := range []string{"203.0.113.1", "6.6.6.6, 203.0.113.1", "203.0.113.1", "203.0.113.2"} {
+			want := []int{401, 401, 429, 401}[i] // the third is 203.0.113.1's third (what it wrote on the left proves nothing)
+			if got := anon(behind.url, xff); got != want {
+				t.Fatalf("request %d, X-Forwarded-For %q = %d; want %d", i+1, xff, got, want)
+			}
+		}
+		// Without the setting, X-Forwarded-For is the client's word: ignored.
+		direct := start(t, nil, "--data-dir", t.TempDir(), "--rate-anonymous", "2/1m")
+		for i, xff := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.3"} {
+			if got, want := anon(direct.url, xff), []int{401, 401, 429}[i]; got != want {
+				t.Fatalf("without trusted proxies, request %d = %d; want %d", i+1, got, want)
+			}
+		}
+		if err := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--trusted-proxies", "lb.internal"}, env(nil), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--trusted-proxies") {
+			t.Fatalf("a host name as a trusted proxy: %v; want an error naming --trusted-proxies", err)
+		}
+	})
 
 	t.Run("shared by API processes through Redis", func(t *testing.T) {
 		prefix := redisPrefix(t)
