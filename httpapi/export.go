@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/rookery/rookery/app"
 )
@@ -13,9 +15,16 @@ import (
 // line is {"kind":"end","data":{"records":n}}, so a client knows it has all of it. An error before
 // the first record is a problem reply; one after it (the status is sent) is an
 // {"kind":"error","data":{"detail"}} line instead of the end.
+//
+// An export of any size, to a client on a slow link, may take longer than the server's read and
+// write timeouts, which cover a whole request: once the reply has begun, the read deadline is lifted
+// (the request is read; past it the server would cancel the request) and each write gets the write
+// timeout of its own, as a stream's do.
 func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	bw := bufio.NewWriterSize(w, 64<<10)
+	rc := http.NewResponseController(w)
+	out := &responseOut{w: w, rc: rc, timeout: cmp.Or(s.WriteTimeout, time.Minute)}
+	bw := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(bw)
 	n := 0
 	err := s.App.Export(r.Context(), id, func(rec app.ExportRecord) error {
@@ -23,6 +32,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.Header().Set("Content-Disposition", `attachment; filename="rookery-`+id+`.ndjson"`)
 			w.WriteHeader(http.StatusOK)
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		n++
 		if err := enc.Encode(rec); err != nil {
@@ -32,7 +42,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			http.NewResponseController(w).Flush()
+			return out.flush()
 		}
 		return nil
 	})

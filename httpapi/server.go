@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -41,6 +42,9 @@ type Deps struct {
 	Tracing trace.TracerProvider
 	// CORS says which other origins' pages may call the API (none by default).
 	CORS CORS
+	// WriteTimeout is how long one write of a long reply (a data export) may take: the server's
+	// own write timeout covers a whole reply. 0: a minute.
+	WriteTimeout time.Duration
 }
 
 // NewServer returns the API's handler.

@@ -318,6 +318,14 @@ func (o *responseOut) write(b []byte) error {
 	return nil
 }
 
+// Write is write for an io.Writer (the data export writes through a buffer).
+func (o *responseOut) Write(b []byte) (int, error) {
+	if err := o.write(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 func (o *responseOut) flush() error {
 	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
 	if err := o.rc.Flush(); err != nil {

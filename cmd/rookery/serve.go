@@ -38,6 +38,8 @@ type serveConfig struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
 	pprofAddr       string
 	gcPercent       int
 	procs           int
@@ -62,6 +64,8 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.role, "role", "all", "all (API and workers), api, or worker")
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
+	f.DurationVar(&sc.readTimeout, "http-read-timeout", 30*time.Second, "how long a client may take to send a request, body included")
+	f.DurationVar(&sc.writeTimeout, "http-write-timeout", time.Minute, "how long a reply may take to write; a long one (a data export, a stream) gets this for each of its writes instead")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	f.IntVar(&sc.gcPercent, "gc-percent", 300, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.IntVar(&sc.procs, "procs", 0, "goroutines Go runs at once (GOMAXPROCS); 0 is twice the CPUs the process may use (or the GOMAXPROCS environment variable if set): spare ones keep requests from waiting behind background work")
@@ -179,16 +183,17 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 		}
 	}()
 	deps := httpapi.Deps{
-		CORS:     httpapi.CORS{Origins: sc.corsOrigins},
-		Tracing:  tracing,
-		Limits:   limits,
-		Backup:   b.backup(sc.backup, cfg),
-		Streams:  streamOpts,
-		Verifier: verifier,
-		Metrics:  m,
-		Log:      log,
-		NewID:    newID,
-		Ready:    b.ready,
+		WriteTimeout: sc.writeTimeout,
+		CORS:         httpapi.CORS{Origins: sc.corsOrigins},
+		Tracing:      tracing,
+		Limits:       limits,
+		Backup:       b.backup(sc.backup, cfg),
+		Streams:      streamOpts,
+		Verifier:     verifier,
+		Metrics:      m,
+		Log:          log,
+		NewID:        newID,
+		Ready:        b.ready,
 	}
 	eng, err := sc.engagement.engagement(clock, sc.role, sc.timelines.redisAddr, sc.timelines.redisPrefix, log)
 	if err != nil {
@@ -260,8 +265,8 @@ func serve(ctx context.Context, cfg *config, sc serveConfig, stdout, stderr io.W
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		ReadTimeout:       sc.readTimeout,
+		WriteTimeout:      sc.writeTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
