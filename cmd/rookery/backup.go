@@ -20,6 +20,7 @@ import (
 	"github.com/rookery/rookery"
 	exports3 "github.com/rookery/rookery/export/s3"
 	"github.com/rookery/rookery/httpapi"
+	"github.com/rookery/rookery/internal/progress"
 	"github.com/rookery/rookery/table/pebble"
 )
 
@@ -180,11 +181,26 @@ func backupCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			c.http.Timeout = 0 // a large store's backup may take minutes; Ctrl-C cancels it
 			var body []byte
 			if name != "" {
 				body, _ = json.Marshal(map[string]string{"name": name})
 			}
+			done := make(chan struct{})
+			go func() { // the server says nothing until it is done: a line every few seconds meanwhile
+				t := time.NewTicker(progress.Every)
+				defer t.Stop()
+				for start := time.Now(); ; {
+					select {
+					case <-done:
+						return
+					case <-t.C:
+						fmt.Fprintf(cmd.ErrOrStderr(), "backing up: %s so far\n", time.Since(start).Round(time.Second))
+					}
+				}
+			}()
 			out, err := c.do(cmd.Context(), "POST", "/v1/admin/backup", body)
+			close(done)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -280,5 +283,36 @@ func TestBackupToS3(t *testing.T) {
 	if err := run(t.Context(), []string{"restore", "--from", "s3://vault/rookery/backups/none", "--s3-endpoint", endpoint,
 		"--data-dir", filepath.Join(t.TempDir(), "x")}, env(nil), new(strings.Builder), new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "not a whole backup") {
 		t.Fatalf("restoring a backup that is not there: %v", err)
+	}
+}
+
+// TestBackupToASlowS3: a backup that takes longer than the server's read and write timeouts (here
+// 1 s and 2 s; the S3 emulator answers each upload 300 ms late, as a distant bucket would) is
+// taken, and `rookery backup` gets its reply.
+func TestBackupToASlowS3(t *testing.T) {
+	target, _ := url.Parse(startS3Emulator(t, "vault"))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			time.Sleep(300 * time.Millisecond)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	dir := t.TempDir()
+	srv := start(t, nil, "--data-dir", dir, "--backup-dir", "s3://vault/backups", "--s3-endpoint", slow.URL,
+		"--http-read-timeout", "1s", "--http-write-timeout", "2s")
+	ann := strings.TrimSpace(command(t, nil, "token", "--sub", "ann", "--data-dir", dir))
+	if st, body := call(t, "PUT", srv.url+"/v1/users/ann", ann, `{"username":"ann_slow"}`); st != 201 {
+		t.Fatalf("PUT ann = %d %v", st, body)
+	}
+	began := time.Now()
+	var stderr strings.Builder
+	var stdout strings.Builder
+	if err := run(t.Context(), []string{"backup", "--server", srv.url, "--data-dir", dir, "--name", "slow"}, env(nil), &stdout, &stderr); err != nil {
+		t.Fatalf("rookery backup after %v: %v", time.Since(began), err)
+	}
+	if took := time.Since(began); !strings.Contains(stdout.String(), "in s3://vault/backups/slow") || took < 2*time.Second {
+		t.Fatalf("rookery backup printed %q after %v; want the backup, after more than the write timeout", stdout.String(), took)
 	}
 }
