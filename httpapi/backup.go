@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -43,14 +42,9 @@ func (s *server) backup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// A backup of a large store, to S3 say, may take longer than the server's timeouts, which cover
-	// a whole request: the request is read, so past its read deadline the server would cancel the
-	// backup; the reply gets a write timeout of its own once the backup is done. A client that goes
-	// away still cancels it.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
+	reply := s.outlast(w) // a large store's backup, to S3 say, may take minutes
 	info, err := s.Backup(r.Context(), in.Name)
-	_ = rc.SetWriteDeadline(time.Now().Add(cmp.Or(s.WriteTimeout, time.Minute)))
+	reply()
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -93,12 +93,14 @@ func (s *server) repairStreaks(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
+	reply := s.outlast(w) // it reads every user who was active in the window
 	changes := []app.StreakRepair{}
 	checked, err := s.App.RepairStreaks(r.Context(), in.From.Time, in.To.Time, func(c app.StreakRepair) {
 		s.Log.Info("streak repaired", "user", c.UserID, "excused", c.Excused, "before", c.Before, "after", c.After,
 			"request_id", requestIDFrom(r.Context()))
 		changes = append(changes, c)
 	})
+	reply()
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/rookery/rookery/app"
 )
@@ -16,14 +14,12 @@ import (
 // the first record is a problem reply; one after it (the status is sent) is an
 // {"kind":"error","data":{"detail"}} line instead of the end.
 //
-// An export of any size, to a client on a slow link, may take longer than the server's read and
-// write timeouts, which cover a whole request: once the reply has begun, the read deadline is lifted
-// (the request is read; past it the server would cancel the request) and each write gets the write
-// timeout of its own, as a stream's do.
+// An export of any size, to a client on a slow link, may take longer than the server's timeouts
+// allow a whole request: each of its writes gets the write timeout (as a stream's do).
 func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	rc := http.NewResponseController(w)
-	out := &responseOut{w: w, rc: rc, timeout: cmp.Or(s.WriteTimeout, time.Minute)}
+	s.outlast(w) // each write below gets its own write timeout
+	out := &responseOut{w: w, rc: http.NewResponseController(w), timeout: s.writeTimeout()}
 	bw := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(bw)
 	n := 0
@@ -32,7 +28,6 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.Header().Set("Content-Disposition", `attachment; filename="rookery-`+id+`.ndjson"`)
 			w.WriteHeader(http.StatusOK)
-			_ = rc.SetReadDeadline(time.Time{})
 		}
 		n++
 		if err := enc.Encode(rec); err != nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -175,3 +176,17 @@ func (s *server) authed(h http.HandlerFunc) http.Handler {
 		h(w, r.WithContext(rookery.WithCaller(r.Context(), c)))
 	})
 }
+
+// outlast readies a handler that may work longer than the server's timeouts allow a whole request
+// (they run from its start): a backup, a repair, a data export. The request is read, so its read
+// deadline is lifted (past it the server would cancel the request; a client that goes away still
+// does). The returned reply gives the reply's writing a write timeout of its own: call it when the
+// work is done, before replying.
+func (s *server) outlast(w http.ResponseWriter) (reply func()) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	return func() { _ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout())) }
+}
+
+// writeTimeout is how long one write of a long reply may take.
+func (s *server) writeTimeout() time.Duration { return cmp.Or(s.WriteTimeout, time.Minute) }
