@@ -39,8 +39,9 @@ func ParseCORSOrigin(o string) (string, error) {
 }
 
 // cors answers preflight requests of allowed origins and marks their other replies readable; a
-// request from any other origin (or none) passes through untouched. It runs before
-// authentication and the rate limits: a preflight carries no token and draws nothing.
+// request from any other origin (or none) passes through with no CORS field (but Vary: Origin,
+// unless any origin is allowed). It runs before authentication and the rate limits: a preflight
+// carries no token and draws nothing.
 func (s *server) cors(next http.Handler) http.Handler {
 	if len(s.CORS.Origins) == 0 {
 		return next
