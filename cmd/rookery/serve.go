@@ -65,7 +65,7 @@ func serveCmd(cfg *config, stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&sc.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&sc.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sc.readTimeout, "http-read-timeout", 30*time.Second, "how long a client may take to send a request, body included")
-	f.DurationVar(&sc.writeTimeout, "http-write-timeout", time.Minute, "how long a reply may take to write; a long one (a data export, a stream) gets this for each of its writes instead")
+	f.DurationVar(&sc.writeTimeout, "http-write-timeout", time.Minute, "how long a reply may take to write; a data export, which may take longer, gets this for each of its writes instead (a stream's writes have 10 s each)")
 	f.DurationVar(&sc.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	f.IntVar(&sc.gcPercent, "gc-percent", 300, "Go's garbage collection target (GOGC): the heap may grow this many percent over live data before a collection; more trades memory for less GC CPU (a negative value turns the collector off)")
 	f.IntVar(&sc.procs, "procs", 0, "goroutines Go runs at once (GOMAXPROCS); 0 is twice the CPUs the process may use (or the GOMAXPROCS environment variable if set): spare ones keep requests from waiting behind background work")
