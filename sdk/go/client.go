@@ -26,6 +26,9 @@ type Client struct {
 	base       string
 	editors    []api.RequestEditorFn // the token's
 	streamHTTP *http.Client          // the HTTP client without its timeout
+	longHTTP   *http.Client          // the same, retrying: for the export, which reads for as long as it takes
+	idle       time.Duration         // the HTTP client's timeout: how long the export may wait for its next bytes
+	streamIdle time.Duration         // how long a stream's connection may bring nothing
 }
 
 type options struct {
@@ -33,6 +36,7 @@ type options struct {
 	httpClient *http.Client
 	retries    int
 	maxWait    time.Duration
+	streamIdle time.Duration
 }
 
 // An Option configures a Client.
@@ -49,7 +53,8 @@ func WithTokenSource(src func(ctx context.Context) (string, error)) Option {
 }
 
 // WithHTTPClient sends requests with c (its Transport is wrapped for retries; default: a client
-// with a 30 s timeout).
+// with a 30 s timeout). The timeout bounds each call but Stream, which stays open, and Export,
+// which may read for longer and gets it for each wait for data instead.
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
 
 // WithRetries sets how many times a request answered 429 or 503 (or not answered) is sent again,
@@ -60,9 +65,15 @@ func WithRetries(n int, maxWait time.Duration) Option {
 	return func(o *options) { o.retries, o.maxWait = n, maxWait }
 }
 
+// WithStreamTimeout sets how long a stream's connection may bring nothing, not even the server's
+// heartbeat, before Stream takes it for dead (a network that dropped it without closing it, a
+// paused server) and resumes on a new one. Default 45 s: three of the server's default heartbeats
+// (--stream-heartbeat 15s); keep it above twice the server's. 0: never.
+func WithStreamTimeout(d time.Duration) Option { return func(o *options) { o.streamIdle = d } }
+
 // New returns a Client of the Rookery server at baseURL (such as http://127.0.0.1:8080).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	o := options{retries: 4, maxWait: 30 * time.Second}
+	o := options{retries: 4, maxWait: 30 * time.Second, streamIdle: 45 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -98,9 +109,10 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	streamHTTP := *hc
-	streamHTTP.Timeout = 0
-	return &Client{ClientWithResponses: c, base: strings.TrimRight(baseURL, "/"), editors: auth, streamHTTP: &streamHTTP}, nil
+	streamHTTP, longHTTP := *hc, wrapped
+	streamHTTP.Timeout, longHTTP.Timeout = 0, 0
+	return &Client{ClientWithResponses: c, base: strings.TrimRight(baseURL, "/"), editors: auth,
+		streamHTTP: &streamHTTP, longHTTP: &longHTTP, idle: hc.Timeout, streamIdle: o.streamIdle}, nil
 }
 
 type actingKey struct{}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -408,6 +409,61 @@ func TestRetriesARequestStillRunning(t *testing.T) {
 	}
 }
 
+// TestExportOutlastsTheTimeout: an export read more slowly than the HTTP client's timeout (the
+// caller stores each record somewhere) still ends with every record, since the timeout bounds each
+// wait for the server and not the whole export; a server that stops sending fails it after the
+// timeout, saying so.
+func TestExportOutlastsTheTimeout(t *testing.T) {
+	base := serve(t, "--rate-write", "off")
+	ctx := context.Background()
+	ann := client(t, base, token(t, "ann"), rookery.WithHTTPClient(&http.Client{Timeout: time.Second}))
+	r, err := ann.PutUserWithResponse(ctx, "ann", api.UserInput{Username: "ann_export"})
+	ok(t, "put user", r.HTTPResponse, r.Body, err)
+	const posts = 200 // ~1 MB of export: more than the client reads ahead
+	text := strings.Repeat("long enough to fill the connection's buffers ", 100)
+	for i := range posts {
+		p, err := ann.CreatePostWithResponse(ctx, nil, api.PostInput{Text: fmt.Sprintf("%d %s", i, text)})
+		ok(t, "post", p.HTTPResponse, p.Body, err)
+	}
+	start, got := time.Now(), 0
+	for rec, err := range ann.Export(ctx, "ann") {
+		if err != nil {
+			t.Fatalf("export after %d posts and %v: %v", got, time.Since(start).Round(time.Millisecond), err)
+		}
+		if rec.Kind == "post" {
+			got++
+			if got == 1 {
+				time.Sleep(1500 * time.Millisecond) // the caller's work, longer than the timeout
+			}
+		}
+	}
+	if got != posts {
+		t.Fatalf("the export had %d posts; want %d", got, posts)
+	}
+
+	// A server that sends a record and then nothing.
+	stall := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"kind":"profile","data":{}}`+"\n")
+		w.(http.Flusher).Flush()
+		<-stall
+	}))
+	defer srv.Close()
+	defer close(stall)
+	c := client(t, srv.URL, "tok", rookery.WithHTTPClient(&http.Client{Timeout: 500 * time.Millisecond}))
+	var last error
+	n := 0
+	for _, err := range c.Export(ctx, "ann") {
+		if last = err; err == nil {
+			n++
+		}
+	}
+	if n != 1 || last == nil || !strings.Contains(last.Error(), "stalled") {
+		t.Fatalf("a stalled export: %d records, then %v; want 1, then a stall", n, last)
+	}
+}
+
 // TestStreamResumes reads the live stream while its connections are cut: the iterator reconnects
 // with Last-Event-ID and yields every feed.post once, in order.
 func TestStreamResumes(t *testing.T) {
@@ -494,4 +550,120 @@ func TestStreamResumes(t *testing.T) {
 		t.Fatalf("an event twice, or one too many: %s", id)
 	case <-time.After(500 * time.Millisecond):
 	}
+}
+
+// TestStreamDropsADeadConnection: a connection that goes silent without closing (a network that
+// dropped it, a NAT that forgot it) is taken for dead once it brings nothing, not even a
+// heartbeat, for the stream timeout, and the stream resumes on a new one without losing an event;
+// a quiet stream whose heartbeats come keeps its connection.
+func TestStreamDropsADeadConnection(t *testing.T) {
+	base := serve(t, "--stream-heartbeat", "250ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srvTok, _ := rookery.MintServerToken(secret, "app", time.Hour)
+	server := client(t, base, srvTok)
+	for _, u := range []string{"fay", "gus"} {
+		r, err := server.PutUserWithResponse(ctx, u, api.UserInput{Username: u + "_sdk"})
+		ok(t, "put user", r.HTTPResponse, r.Body, err)
+	}
+	gus := client(t, base, token(t, "gus"))
+	f, err := gus.FollowUserWithResponse(ctx, "gus", "fay")
+	ok(t, "follow", f.HTTPResponse, f.Body, err)
+
+	var mu sync.Mutex
+	var conns []*silenceable
+	dial := (&net.Dialer{}).DialContext
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		s := &silenceable{Conn: c, closed: make(chan struct{})}
+		mu.Lock()
+		conns = append(conns, s)
+		mu.Unlock()
+		return s, nil
+	}}
+	dials := func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
+	streamer := client(t, base, token(t, "gus"), rookery.WithHTTPClient(&http.Client{Transport: tr}),
+		rookery.WithStreamTimeout(time.Second))
+	got := make(chan string, 100)
+	go func() {
+		for ev, err := range streamer.Stream(ctx, "") {
+			if err != nil {
+				t.Errorf("stream: %v", err)
+				return
+			}
+			if ev.Type == "feed.post" {
+				var fp api.FeedPostEvent
+				if err := ev.Decode(&fp); err != nil {
+					t.Errorf("feed.post %s: %v", ev.Data, err)
+					return
+				}
+				got <- fp.Post.Id
+			}
+		}
+	}()
+	fay := client(t, base, token(t, "fay"))
+	post := func() string {
+		p, err := fay.CreatePostWithResponse(ctx, nil, api.PostInput{Text: "and now"})
+		ok(t, "post", p.HTTPResponse, p.Body, err)
+		return p.JSON201.Id
+	}
+	expect := func(what, id string) {
+		t.Helper()
+		select {
+		case g := <-got:
+			if g != id {
+				t.Fatalf("%s: got %s; want %s", what, g, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no feed.post", what)
+		}
+	}
+	eventually(t, "the stream connects", func() bool { return dials() > 0 })
+	time.Sleep(2500 * time.Millisecond) // quiet, but for heartbeats: longer than the timeout
+	if n := dials(); n != 1 {
+		t.Fatalf("a quiet stream with heartbeats connected %d times; want once", n)
+	}
+	expect("before the silence", post())
+	mu.Lock()
+	for _, c := range conns {
+		c.silence()
+	}
+	mu.Unlock()
+	expect("after the connection went silent", post())
+	if n := dials(); n < 2 {
+		t.Fatalf("the event came over %d connection(s)", n)
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("an event twice, or one too many: %s", id)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// silenceable is a connection that can be made to go silent without closing: from then on it
+// brings nothing (what arrives is dropped) until it is closed.
+type silenceable struct {
+	net.Conn
+	quiet     atomic.Bool
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (s *silenceable) silence() { s.quiet.Store(true) }
+
+func (s *silenceable) Read(p []byte) (int, error) {
+	n, err := s.Conn.Read(p)
+	if s.quiet.Load() {
+		<-s.closed
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+func (s *silenceable) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	return s.Conn.Close()
 }

@@ -26,7 +26,8 @@ func (e StreamEvent) Decode(v any) error { return json.Unmarshal(e.Data, v) }
 
 // Stream iterates over the caller's live stream from after lastID ("" : from now), as one
 // uninterrupted sequence: when the connection drops, it reconnects (with a growing pause, up to
-// 30 s) with Last-Event-ID, so no event is missed or repeated. It ends with ctx, or with an error
+// 30 s) with Last-Event-ID, so no event is missed or repeated; a connection that brings nothing,
+// not even a heartbeat, for the stream timeout (WithStreamTimeout) counts as dropped. It ends with ctx, or with an error
 // that retrying cannot mend (the token refused, a 4xx), which it yields. Request with ActingAs
 // for a server token.
 func (c *Client) Stream(ctx context.Context, lastID string) iter.Seq2[StreamEvent, error] {
@@ -58,7 +59,11 @@ var errStopped = fmt.Errorf("rookery: the caller stopped the stream")
 
 // streamOnce reads one connection's events; got says whether it delivered any (or its first id).
 func (c *Client) streamOnce(ctx context.Context, lastID *string, yield func(StreamEvent, error) bool) (got bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/stream", nil)
+	conn, cancel := context.WithCancel(ctx)
+	defer cancel()
+	quiet := newStallTimer(c.streamIdle, cancel) // the connection is dropped when it brings nothing for streamIdle
+	defer quiet.stop()
+	req, err := http.NewRequestWithContext(conn, http.MethodGet, c.base+"/v1/stream", nil)
 	if err != nil {
 		return false, err
 	}
@@ -72,7 +77,9 @@ func (c *Client) streamOnce(ctx context.Context, lastID *string, yield func(Stre
 		}
 	}
 	// No client timeout on a stream: it is meant to stay open.
+	quiet.start()
 	resp, err := c.streamHTTP.Do(req)
+	quiet.stop()
 	if err != nil {
 		return false, err
 	}
@@ -82,7 +89,7 @@ func (c *Client) streamOnce(ctx context.Context, lastID *string, yield func(Stre
 		n, _ := resp.Body.Read(body)
 		return false, Check(resp, body[:n], nil)
 	}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(stallReader{r: resp.Body, wait: quiet})
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var ev StreamEvent
 	var data []string

@@ -539,7 +539,9 @@ var Rookery = class _Rookery {
   fetchFn;
   baseFetch;
   auth;
+  streamTimeoutMs;
   constructor(o) {
+    this.streamTimeoutMs = o.streamTimeoutMs ?? 45e3;
     this.baseUrl = o.baseUrl.replace(/\/+$/, "");
     const base = o.fetch ?? globalThis.fetch.bind(globalThis);
     this.baseFetch = base;
@@ -632,23 +634,38 @@ var Rookery = class _Rookery {
   }
   /** The caller's live stream from after `lastEventId` ("" or absent: from now), as one sequence:
    * when the connection drops it reconnects (backoff up to 30 s) with Last-Event-ID, so no event is
-   * missed or repeated. It ends with the signal, or throws an error that retrying cannot mend. */
+   * missed or repeated; a connection that brings nothing, not even a heartbeat, for
+   * streamTimeoutMs counts as dropped. It ends with the signal, or throws an error that retrying
+   * cannot mend. */
   async *stream(opts = {}) {
     let last = opts.lastEventId ?? "";
     let pause = 100;
     while (!opts.signal?.aborted) {
       let got = false;
+      const conn = new AbortController();
+      const stop = () => conn.abort();
+      opts.signal?.addEventListener("abort", stop, { once: true });
+      let timer;
+      const quiet = {
+        start: () => {
+          if (this.streamTimeoutMs > 0)
+            timer = setTimeout(stop, this.streamTimeoutMs);
+        },
+        stop: () => clearTimeout(timer)
+      };
       try {
         const headers = new Headers({ Accept: "text/event-stream" });
         if (last)
           headers.set("Last-Event-ID", last);
         await this.auth(headers);
-        const resp = await this.baseFetch(`${this.baseUrl}/v1/stream`, { headers, signal: opts.signal });
+        quiet.start();
+        const resp = await this.baseFetch(`${this.baseUrl}/v1/stream`, { headers, signal: conn.signal });
+        quiet.stop();
         if (!resp.ok) {
           const error = await resp.json().catch(() => ({}));
           _Rookery.check({ error, response: resp });
         }
-        for await (const ev of sseEvents(resp.body)) {
+        for await (const ev of sseEvents(resp.body, quiet)) {
           if (ev.id) {
             last = ev.id;
             got = true;
@@ -661,6 +678,10 @@ var Rookery = class _Rookery {
           return;
         if (err instanceof RookeryError && err.status < 500 && err.status !== 429)
           throw err;
+      } finally {
+        quiet.stop();
+        opts.signal?.removeEventListener("abort", stop);
+        conn.abort();
       }
       if (got)
         pause = 100;
@@ -739,14 +760,15 @@ var Rookery = class _Rookery {
   }
 };
 var streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"];
-async function* sseEvents(body) {
+async function* sseEvents(body, wait) {
   const decoder = new TextDecoder();
   let buf = "";
   let ev = { id: "", type: "", data: [] };
   const reader = body.getReader();
   try {
     for (; ; ) {
-      const { value, done } = await reader.read();
+      wait.start();
+      const { value, done } = await reader.read().finally(wait.stop);
       if (done)
         return;
       buf += decoder.decode(value, { stream: true });

@@ -33,6 +33,11 @@ export interface RookeryOptions {
   retries?: number;
   /** The longest Retry-After waited for; longer ones are the caller's to handle. Default 30 s. */
   maxWaitMs?: number;
+  /** How long stream()'s connection may bring nothing, not even the server's heartbeat, before it
+   * is taken for dead (a network that dropped it without closing it) and the stream resumes on a
+   * new one. Default 45 s: three of the server's default heartbeats (--stream-heartbeat 15s); keep
+   * it above twice the server's. 0: never. */
+  streamTimeoutMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -114,8 +119,10 @@ export class Rookery {
   private readonly fetchFn: typeof fetch;
   private readonly baseFetch: typeof fetch;
   private readonly auth: (headers: Headers) => Promise<void>;
+  private readonly streamTimeoutMs: number;
 
   constructor(o: RookeryOptions) {
+    this.streamTimeoutMs = o.streamTimeoutMs ?? 45_000;
     this.baseUrl = o.baseUrl.replace(/\/+$/, "");
     const base = o.fetch ?? globalThis.fetch.bind(globalThis);
     this.baseFetch = base;
@@ -204,29 +211,47 @@ export class Rookery {
 
   /** The caller's live stream from after `lastEventId` ("" or absent: from now), as one sequence:
    * when the connection drops it reconnects (backoff up to 30 s) with Last-Event-ID, so no event is
-   * missed or repeated. It ends with the signal, or throws an error that retrying cannot mend. */
+   * missed or repeated; a connection that brings nothing, not even a heartbeat, for
+   * streamTimeoutMs counts as dropped. It ends with the signal, or throws an error that retrying
+   * cannot mend. */
   async *stream(opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamEvent> {
     let last = opts.lastEventId ?? "";
     let pause = 100;
     while (!opts.signal?.aborted) {
       let got = false;
+      // The connection is dropped when a wait for it (its reply, each read) passes the timeout;
+      // the time the caller spends on an event does not count.
+      const conn = new AbortController();
+      const stop = () => conn.abort();
+      opts.signal?.addEventListener("abort", stop, { once: true });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const quiet = {
+        start: () => { if (this.streamTimeoutMs > 0) timer = setTimeout(stop, this.streamTimeoutMs); },
+        stop: () => clearTimeout(timer),
+      };
       try {
         const headers = new Headers({ Accept: "text/event-stream" });
         if (last) headers.set("Last-Event-ID", last);
         await this.auth(headers);
         // Not through the retrying fetch: the loop here reconnects, from the last id.
-        const resp = await this.baseFetch(`${this.baseUrl}/v1/stream`, { headers, signal: opts.signal });
+        quiet.start();
+        const resp = await this.baseFetch(`${this.baseUrl}/v1/stream`, { headers, signal: conn.signal });
+        quiet.stop();
         if (!resp.ok) {
           const error = await resp.json().catch(() => ({}));
           Rookery.check({ error, response: resp });
         }
-        for await (const ev of sseEvents(resp.body!)) {
+        for await (const ev of sseEvents(resp.body!, quiet)) {
           if (ev.id) { last = ev.id; got = true; }
           if (ev.type) yield { id: ev.id, type: ev.type, data: JSON.parse(ev.data) };
         }
       } catch (err) {
         if (opts.signal?.aborted) return;
         if (err instanceof RookeryError && err.status < 500 && err.status !== 429) throw err;
+      } finally {
+        quiet.stop();
+        opts.signal?.removeEventListener("abort", stop);
+        conn.abort(); // lets go of a connection the caller left
       }
       if (got) pause = 100;
       await sleep(pause, opts.signal);
@@ -300,15 +325,16 @@ export type EventSourceConstructor = new (url: string) => EventSourceLike;
 /** The types of the stream's events (docs/api.md, Live streams). */
 export const streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"] as const;
 
-/** The events of a Server-Sent Events body. */
-async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: string; type: string; data: string }> {
+/** The events of a Server-Sent Events body; wait is told when each read begins and ends. */
+async function* sseEvents(body: ReadableStream<Uint8Array>, wait: { start(): void; stop(): void }): AsyncGenerator<{ id: string; type: string; data: string }> {
   const decoder = new TextDecoder();
   let buf = "";
   let ev = { id: "", type: "", data: [] as string[] };
   const reader = body.getReader();
   try {
     for (;;) {
-      const { value, done } = await reader.read();
+      wait.start();
+      const { value, done } = await reader.read().finally(wait.stop);
       if (done) return;
       buf += decoder.decode(value, { stream: true });
       let nl: number;

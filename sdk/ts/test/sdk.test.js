@@ -221,6 +221,54 @@ test("the stream resumes with Last-Event-ID after its connection drops: every fe
   await reading;
 });
 
+test("a stream connection that goes silent without closing is dropped after the stream timeout and resumed; heartbeats keep a quiet one", async () => {
+  const base = await serve("--stream-heartbeat", "250ms");
+  const server = sdk(base, mintServerToken(secret, "app"));
+  for (const u of ["fay", "gus"]) Rookery.check(await server.api.PUT("/v1/users/{id}", { params: { path: { id: u } }, body: { username: `${u}_ts` } }));
+  const gus = sdk(base, mintUserToken(secret, "gus"));
+  Rookery.check(await gus.api.PUT("/v1/users/{id}/following/{target}", { params: { path: { id: "gus", target: "fay" } } }));
+  // A fetch whose bodies the test can silence: from then on they bring nothing, and do not end.
+  const silencers = [];
+  const silenceable = async (input, init) => {
+    const resp = await fetch(input, init);
+    let quiet = false;
+    const reader = resp.body.getReader();
+    const body = new ReadableStream({
+      async pull(ctl) {
+        for (;;) {
+          const { value, done } = await reader.read(); // rejects once the SDK aborts the connection
+          if (done && quiet) await new Promise((_, fail) => init.signal.addEventListener("abort", () => fail(init.signal.reason), { once: true }));
+          if (done) return ctl.close();
+          if (!quiet) return ctl.enqueue(value);
+        }
+      },
+      cancel: (why) => reader.cancel(why),
+    });
+    silencers.push(() => { quiet = true; });
+    return new Response(body, { status: resp.status, headers: resp.headers });
+  };
+  const stop = new AbortController();
+  const streamer = sdk(base, mintUserToken(secret, "gus"), { fetch: silenceable, streamTimeoutMs: 1000 });
+  const got = [];
+  const reading = (async () => {
+    for await (const ev of streamer.stream({ signal: stop.signal })) if (ev.type === "feed.post") got.push(ev.data.post.id);
+  })();
+  const fay = sdk(base, mintUserToken(secret, "fay"));
+  await eventually("the stream connects", () => silencers.length > 0);
+  await new Promise((r) => setTimeout(r, 2500)); // quiet but for heartbeats, longer than the timeout
+  assert.equal(silencers.length, 1, "a quiet stream with heartbeats reconnected");
+  const want = [Rookery.check(await fay.api.POST("/v1/posts", { body: { text: "before" } })).id];
+  await eventually("the post before the silence", () => got.length === 1);
+  for (const silence of silencers) silence();
+  want.push(Rookery.check(await fay.api.POST("/v1/posts", { body: { text: "after" } })).id);
+  await eventually("the post after the connection went silent", () => got.length === 2);
+  assert.ok(silencers.length >= 2, "the event came over the silent connection");
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepEqual(got, want);
+  stop.abort();
+  await reading;
+});
+
 /** Three rounds of: the author posts twice; after the first reaches the stream (got), every live
  * connection is cut; the second must arrive after the resume. In the end got holds every post
  * once, in order. */
