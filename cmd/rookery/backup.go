@@ -20,7 +20,6 @@ import (
 	"github.com/rookery/rookery"
 	exports3 "github.com/rookery/rookery/export/s3"
 	"github.com/rookery/rookery/httpapi"
-	"github.com/rookery/rookery/internal/progress"
 	"github.com/rookery/rookery/table/pebble"
 )
 
@@ -181,26 +180,12 @@ func backupCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c.http.Timeout = 0 // a large store's backup may take minutes; Ctrl-C cancels it
 			var body []byte
 			if name != "" {
 				body, _ = json.Marshal(map[string]string{"name": name})
 			}
-			done := make(chan struct{})
-			go func() { // the server says nothing until it is done: a line every few seconds meanwhile
-				t := time.NewTicker(progress.Every)
-				defer t.Stop()
-				for start := time.Now(); ; {
-					select {
-					case <-done:
-						return
-					case <-t.C:
-						fmt.Fprintf(cmd.ErrOrStderr(), "backing up: %s so far\n", time.Since(start).Round(time.Second))
-					}
-				}
-			}()
-			out, err := c.do(cmd.Context(), "POST", "/v1/admin/backup", body)
-			close(done)
+			// A large store's backup may take minutes.
+			out, err := c.doLong(cmd.Context(), "POST", "/v1/admin/backup", body, "backing up", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

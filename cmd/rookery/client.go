@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rookery/rookery/auth"
+	"github.com/rookery/rookery/internal/progress"
 )
 
 // apiClient calls a running server's HTTP API (the commands that work through the server: dlq,
@@ -63,6 +64,35 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte) ([
 	}
 	return out, nil
 }
+
+// doLong sends a request that may take minutes (a backup, a streak repair): without the client's
+// timeout (Ctrl-C cancels it), writing a line to progress every few seconds while the server, which
+// says nothing until it is done, works.
+func (c *apiClient) doLong(ctx context.Context, method, path string, body []byte, doing string, progressOut io.Writer) ([]byte, error) {
+	long := *c
+	hc := *c.http
+	hc.Timeout = 0
+	long.http = &hc
+	done, stopped, every := make(chan struct{}), make(chan struct{}), progressEvery
+	defer func() { close(done); <-stopped }() // no line after the reply
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for start := time.Now(); ; {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(progressOut, "%s: %s so far\n", doing, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return long.do(ctx, method, path, body)
+}
+
+// progressEvery is progress.Every; a variable for tests.
+var progressEvery = progress.Every
 
 type statusError struct {
 	status int

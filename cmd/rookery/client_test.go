@@ -40,3 +40,31 @@ func TestWaitDrained(t *testing.T) {
 		t.Fatalf("waiting on a server that never catches up: %v", err)
 	}
 }
+
+// TestDoLong: the calls that may take minutes (backup, streak repair) outlast the client's
+// timeout, printing a line while they wait; an ordinary call on the same client gives up.
+// (TestBackupToASlowS3 runs `rookery backup` so against the real server; a repair cannot be made
+// slow there, and runs through the same call.)
+func TestDoLong(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		fmt.Fprint(w, `{"checked":3}`)
+	}))
+	defer srv.Close()
+	hc := srv.Client()
+	hc.Timeout = 500 * time.Millisecond
+	c := &apiClient{base: srv.URL, http: hc}
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 400 * time.Millisecond
+	var out bytes.Buffer
+	body, err := c.doLong(context.Background(), "POST", "/v1/admin/streaks/repair", nil, "repairing", &out)
+	if err != nil || string(body) != `{"checked":3}` {
+		t.Fatalf("a long call: %q, %v", body, err)
+	}
+	if !strings.Contains(out.String(), "repairing: ") {
+		t.Fatalf("no progress while waiting: %q", out.String())
+	}
+	if _, err := c.do(context.Background(), "GET", "/v1/users/ann", nil); err == nil {
+		t.Fatal("an ordinary call outlasted the client's timeout")
+	}
+}

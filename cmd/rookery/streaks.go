@@ -47,7 +47,8 @@ func streaksCmd(cfg *config, stdout io.Writer) *cobra.Command {
 			}
 			body, _ := json.Marshal(map[string]time.Time{"from": t1, "to": t2})
 			fmt.Fprintf(stdout, "repairing streaks for the outage %s .. %s\n", t1.Format(time.RFC3339), t2.Format(time.RFC3339))
-			out, err := c.do(cmd.Context(), http.MethodPost, "/v1/admin/streaks/repair", body)
+			// Every streak is read: on a large app, minutes.
+			out, err := c.doLong(cmd.Context(), http.MethodPost, "/v1/admin/streaks/repair", body, "repairing", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
