@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
@@ -26,8 +27,8 @@ const maxBody = 64 << 10
 
 var errTooLarge = rookery.E(rookery.Op("httpapi.decode"), rookery.TooLarge, "the request body is larger than 64 KiB")
 
-// decode reads r's JSON body into v: at most maxBody bytes, Content-Type application/json, one
-// JSON value, no unknown fields. Its errors say which field is wrong and how, and are Invalid, or
+// decode reads r's JSON body into v: at most maxBody bytes, Content-Type application/json, UTF-8,
+// one JSON value, no unknown fields. Its errors say which field is wrong and how, and are Invalid, or
 // TooLarge for a body over the limit.
 func decode(r *http.Request, v any) error {
 	const op rookery.Op = "httpapi.decode"
@@ -37,6 +38,11 @@ func decode(r *http.Request, v any) error {
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err == nil && !utf8.Valid(body) {
+		// JSON is UTF-8 (API.md); the decoder would put U+FFFD in place of each bad byte, and
+		// store text that is not what the client sent.
+		return rookery.E(op, rookery.Invalid, "the body is not valid UTF-8")
+	}
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()

@@ -450,6 +450,7 @@ func TestBadInput(t *testing.T) {
 		{"an empty display name", `{"username":"alice","display_name":""}`, 400, "invalid", "display_name"},
 		{"a long bio", `{"username":"alice","bio":"` + strings.Repeat("é", 501) + `"}`, 400, "invalid", "bio"},
 		{"malformed JSON", `{"username":`, 400, "invalid", ""},
+		{"bytes that are not UTF-8", "{\"username\":\"alice\",\"bio\":\"caf\xe9\"}", 400, "invalid", ""},
 		{"two JSON values", `{"username":"alice"} {}`, 400, "invalid", ""},
 		{"an array body", `[1,2]`, 400, "invalid", ""},
 		{"a body over 64 KiB", `{"username":"alice","bio":"` + strings.Repeat("x", 70_000) + `"}`, 413, "too_large", ""},
