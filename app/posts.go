@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
@@ -59,28 +60,38 @@ const (
 )
 
 var (
-	hashtagRE = regexp.MustCompile(`#([\p{L}\p{N}_]{1,64})`)
+	// A tag's characters: letters with their combining marks (the vowel signs of Devanagari or
+	// Thai, the accents of text typed decomposed), digits, _, and the joiners Persian and Indic
+	// scripts write words with (U+200C, U+200D).
+	hashtagRE = regexp.MustCompile(`#([\p{L}\p{M}\p{N}_\x{200C}\x{200D}]{1,64})`)
 	mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]{3,30})`)
 )
 
-// validTag: 1..64 letters, digits and _ (so a tag never holds a key separator).
+// validTag: 1..64 of hashtagRE's characters (so a tag never holds a key separator).
 func validTag(t string) bool {
 	if t == "" || utf8.RuneCountInString(t) > 64 {
 		return false
 	}
 	for _, r := range t {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+		if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.IsDigit(r) && r != '_' && r != '\u200c' && r != '\u200d' {
 			return false
 		}
 	}
 	return true
 }
 
-// tagsOf returns the post's tags: given plus #hashtags of text, lower-cased, each once, in order.
+// normTag is the form a tag is kept and looked up in: without its #, lower-cased, in Unicode's
+// composed form (NFC), so that "#Café" typed composed or decomposed is one tag.
+func normTag(t string) string {
+	return norm.NFC.String(strings.ToLower(strings.TrimPrefix(t, "#")))
+}
+
+// tagsOf returns the post's tags: given plus #hashtags of text, normalized (normTag), each once, in
+// order.
 func tagsOf(fe *rookery.FieldErrors, given []string, text string) []string {
 	var tags []string
 	add := func(t string) {
-		t = strings.ToLower(t)
+		t = normTag(t)
 		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
@@ -90,7 +101,7 @@ func tagsOf(fe *rookery.FieldErrors, given []string, text string) []string {
 			fe.Add("tags", "a tag is 1 to 64 letters, digits or _")
 			return nil
 		}
-		add(strings.TrimPrefix(t, "#"))
+		add(t)
 	}
 	for _, m := range hashtagRE.FindAllStringSubmatch(text, -1) {
 		add(m[1])
@@ -859,7 +870,7 @@ func (a *App) postItems(ctx context.Context, ids []string) ([]table.Item, error)
 // PostsByTag lists the posts with tag that the caller may see, newest first.
 func (a *App) PostsByTag(ctx context.Context, tag, cursor string, limit int) (Page[rookery.Post], error) {
 	const op rookery.Op = "app.PostsByTag"
-	tag = strings.ToLower(strings.TrimPrefix(tag, "#"))
+	tag = normTag(tag)
 	var fe rookery.FieldErrors
 	if !validTag(tag) {
 		fe.Add("tag", "a tag is 1 to 64 letters, digits or _")

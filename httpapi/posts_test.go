@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"cmp"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -138,6 +139,29 @@ func TestPostsThroughHTTP(t *testing.T) {
 
 // TestAuthorPostsPaging: an author's posts page to the end, newest first (by time, then id), each
 // once, with cursors that another list refuses; a post deleted is gone from the pages.
+// TestTagsInEveryScript: a #hashtag takes in the combining marks that Indic and Thai words are
+// written with, and the joiners of Persian; a tag typed decomposed (e + U+0301) is the same tag
+// as one typed composed, in a post and in a lookup.
+func TestTagsInEveryScript(t *testing.T) {
+	f, _ := newFixture(t)
+	alice := token(t, "alice", false)
+	f.want(f.do("PUT", "/v1/users/alice", alice, `{"username":"alice"}`), 201, "")
+	text := "#हिन्दी #ภาษาไทย #cafe\u0301 #Café #می\u200cخواهم"
+	r := f.do("POST", "/v1/posts", alice, `{"text":"`+text+`","tags":["Cafe\u0301s"]}`)
+	f.want(r, 201, "")
+	want := []string{"cafés", "हिन्दी", "ภาษาไทย", "café", "می\u200cخواهم"}
+	if got := fmt.Sprint(r.body["tags"]); got != fmt.Sprint(want) {
+		t.Fatalf("tags %s; want %s", got, fmt.Sprint(want))
+	}
+	id := r.body["id"].(string)
+	for _, tag := range []string{"हिन्दी", "ภาษาไทย", "cafe\u0301", "CAFÉ", "cafés", "می\u200cخواهم"} {
+		if got := postIDs(f.do("GET", "/v1/tags/"+url.PathEscape(tag)+"/posts", alice, "").body["items"]); got != id {
+			t.Errorf("#%s lists %q; want the post", tag, got)
+		}
+	}
+	f.want(f.do("GET", "/v1/tags/"+url.PathEscape("a-b")+"/posts", alice, ""), 400, "invalid")
+}
+
 func TestAuthorPostsPaging(t *testing.T) {
 	f, _ := newFixtureWith(t, fixtureConfig{})
 	toks := f.register("a", "r")
