@@ -63,11 +63,34 @@ var (
 	// A tag's characters: letters with their combining marks (the vowel signs of Devanagari or
 	// Thai, the accents of text typed decomposed), digits, _, and the joiners Persian and Indic
 	// scripts write words with (U+200C, U+200D).
-	hashtagRE = regexp.MustCompile(`#([\p{L}\p{M}\p{N}_\x{200C}\x{200D}]{1,64})`)
-	mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]{3,30})`)
+	hashtagRE = regexp.MustCompile(`#([\p{L}\p{M}\p{N}_\x{200C}\x{200D}]+)`)
+	mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]+)`)
 )
 
-// validTag: 1..64 of hashtagRE's characters (so a tag never holds a key separator).
+// marked returns the words of text that re (a sign, then the word as group 1) finds, each of min
+// to max characters, where the sign begins a word: at the start of text or after a character
+// that is not a letter, mark, digit, _ or one of notAfter. So the fragment of a URL
+// (example.com/docs#install) is no hashtag and an email address (me@bob.com) no mention; and a
+// run longer than max is no word rather than a word cut short.
+func marked(re *regexp.Regexp, text, notAfter string, min, max int) []string {
+	var out []string
+	for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		if r, _ := utf8.DecodeLastRuneInString(text[:m[0]]); m[0] > 0 &&
+			(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r) || r == '_' || strings.ContainsRune(notAfter, r)) {
+			continue
+		}
+		if w := text[m[2]:m[3]]; utf8.RuneCountInString(w) >= min && utf8.RuneCountInString(w) <= max {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// hashtags and mentions return the #hashtags and @usernames of text, as written.
+func hashtags(text string) []string { return marked(hashtagRE, text, "&/#", 1, 64) }
+func mentions(text string) []string { return marked(mentionRE, text, "@./", 3, 30) }
+
+// validTag: 1..64 of a hashtag's characters (so a tag never holds a key separator).
 func validTag(t string) bool {
 	if t == "" || utf8.RuneCountInString(t) > 64 {
 		return false
@@ -103,8 +126,8 @@ func tagsOf(fe *rookery.FieldErrors, given []string, text string) []string {
 		}
 		add(t)
 	}
-	for _, m := range hashtagRE.FindAllStringSubmatch(text, -1) {
-		add(m[1])
+	for _, t := range hashtags(text) {
+		add(t)
 	}
 	if len(tags) > maxTags {
 		fe.Add("tags", "a post has at most 10 tags, #hashtags included")
@@ -148,8 +171,8 @@ const maxMentions = 20
 // maxMentions). A mention of a user who has blocked author is Forbidden.
 func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string) ([]string, error) {
 	var names []string
-	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
-		if n := strings.ToLower(m[1]); !slices.Contains(names, n) && len(names) < maxMentions {
+	for _, m := range mentions(text) {
+		if n := strings.ToLower(m); !slices.Contains(names, n) && len(names) < maxMentions {
 			names = append(names, n)
 		}
 	}

@@ -162,6 +162,25 @@ func TestTagsInEveryScript(t *testing.T) {
 	f.want(f.do("GET", "/v1/tags/"+url.PathEscape("a-b")+"/posts", alice, ""), 400, "invalid")
 }
 
+// TestHashtagsAndMentionsBeginWords: a # or @ inside a word is no hashtag or mention: a URL's
+// fragment, an HTML entity, an email address; and a name longer than a tag or username may be is
+// none, rather than another one cut short.
+func TestHashtagsAndMentionsBeginWords(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice := token(t, "alice", false)
+	text := "docs at https://example.com/start#install and x.com/#faq, write to me@bob.com or (@carol); " +
+		"#go#rust it&#39;s #" + strings.Repeat("a", 65) + " @" + strings.Repeat("b", 31) + " #ok @bob."
+	r := f.do("POST", "/v1/posts", alice, `{"text":"`+text+`"}`)
+	f.want(r, 201, "")
+	if tags, ments := fmt.Sprint(r.body["tags"]), fmt.Sprint(r.body["mentions"]); tags != "[go ok]" || ments != "[carol bob]" {
+		t.Fatalf("tags %s and mentions %s; want [go ok] and [carol bob]", tags, ments)
+	}
+}
+
 func TestAuthorPostsPaging(t *testing.T) {
 	f, _ := newFixtureWith(t, fixtureConfig{})
 	toks := f.register("a", "r")

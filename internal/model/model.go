@@ -11,9 +11,10 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Pair is an ordered pair of users: follower and followee, blocker and blocked, muter and muted.
@@ -126,14 +127,27 @@ func (m *Model) Unblock(a, b string) { delete(m.Blocks, Pair{a, b}) }
 func (m *Model) Mute(a, b string)   { m.Mutes[Pair{a, b}] = true }
 func (m *Model) Unmute(a, b string) { delete(m.Mutes, Pair{a, b}) }
 
-var mentionRE = regexp.MustCompile(`@([A-Za-z0-9_]{3,30})`)
-
-// mentionsOf returns the users text mentions, each once, in order.
+// mentionsOf returns the users text mentions, each once, in order: an @ at the start or after a
+// character that is not a letter, mark, digit, _, @, . or / (so not in an email address or a URL),
+// then a whole name of 3 to 30 of A-Z, a-z, 0-9 and _.
 func (m *Model) mentionsOf(text string) []string {
 	var out []string
-	for _, g := range mentionRE.FindAllStringSubmatch(text, -1) {
-		if u := strings.ToLower(g[1]); m.users[u] && !slices.Contains(out, u) {
-			out = append(out, u)
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' {
+			continue
+		}
+		if prev, _ := utf8.DecodeLastRuneInString(text[:i]); i > 0 && (unicode.IsLetter(prev) || unicode.IsMark(prev) ||
+			unicode.IsDigit(prev) || strings.ContainsRune("_@./", prev)) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && (text[j] == '_' || text[j] >= '0' && text[j] <= '9' || text[j]|0x20 >= 'a' && text[j]|0x20 <= 'z') {
+			j++
+		}
+		if n := j - i - 1; n >= 3 && n <= 30 {
+			if u := strings.ToLower(text[i+1 : j]); m.users[u] && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
 		}
 	}
 	return out
