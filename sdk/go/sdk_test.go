@@ -470,15 +470,7 @@ func TestStreamResumes(t *testing.T) {
 	base := serve(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srvTok, _ := rookery.MintServerToken(secret, "app", time.Hour)
-	server := client(t, base, srvTok)
-	for _, u := range []string{"dee", "eve"} {
-		r, err := server.PutUserWithResponse(ctx, u, api.UserInput{Username: u + "_sdk"})
-		ok(t, "put user", r.HTTPResponse, r.Body, err)
-	}
-	eve := client(t, base, token(t, "eve"))
-	f, err := eve.FollowUserWithResponse(ctx, "eve", "dee")
-	ok(t, "follow", f.HTTPResponse, f.Body, err)
+	follower(t, ctx, base, "eve", "dee")
 
 	// eve's stream, over connections the test can cut.
 	var mu sync.Mutex
@@ -494,23 +486,7 @@ func TestStreamResumes(t *testing.T) {
 		return c, err
 	}}
 	streamer := client(t, base, token(t, "eve"), rookery.WithHTTPClient(&http.Client{Transport: tr}))
-	got := make(chan string, 100)
-	go func() {
-		for ev, err := range streamer.Stream(ctx, "") {
-			if err != nil {
-				t.Errorf("stream: %v", err)
-				return
-			}
-			if ev.Type == "feed.post" {
-				var fp api.FeedPostEvent
-				if err := ev.Decode(&fp); err != nil {
-					t.Errorf("feed.post %s: %v", ev.Data, err)
-					return
-				}
-				got <- fp.Post.Id
-			}
-		}
-	}()
+	got := feedPosts(t, ctx, streamer)
 	dee := client(t, base, token(t, "dee"))
 	var want []string
 	post := func() {
@@ -560,15 +536,7 @@ func TestStreamDropsADeadConnection(t *testing.T) {
 	base := serve(t, "--stream-heartbeat", "250ms")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srvTok, _ := rookery.MintServerToken(secret, "app", time.Hour)
-	server := client(t, base, srvTok)
-	for _, u := range []string{"fay", "gus"} {
-		r, err := server.PutUserWithResponse(ctx, u, api.UserInput{Username: u + "_sdk"})
-		ok(t, "put user", r.HTTPResponse, r.Body, err)
-	}
-	gus := client(t, base, token(t, "gus"))
-	f, err := gus.FollowUserWithResponse(ctx, "gus", "fay")
-	ok(t, "follow", f.HTTPResponse, f.Body, err)
+	follower(t, ctx, base, "gus", "fay")
 
 	var mu sync.Mutex
 	var conns []*silenceable
@@ -587,23 +555,7 @@ func TestStreamDropsADeadConnection(t *testing.T) {
 	dials := func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
 	streamer := client(t, base, token(t, "gus"), rookery.WithHTTPClient(&http.Client{Transport: tr}),
 		rookery.WithStreamTimeout(time.Second))
-	got := make(chan string, 100)
-	go func() {
-		for ev, err := range streamer.Stream(ctx, "") {
-			if err != nil {
-				t.Errorf("stream: %v", err)
-				return
-			}
-			if ev.Type == "feed.post" {
-				var fp api.FeedPostEvent
-				if err := ev.Decode(&fp); err != nil {
-					t.Errorf("feed.post %s: %v", ev.Data, err)
-					return
-				}
-				got <- fp.Post.Id
-			}
-		}
-	}()
+	got := feedPosts(t, ctx, streamer)
 	fay := client(t, base, token(t, "fay"))
 	post := func() string {
 		p, err := fay.CreatePostWithResponse(ctx, nil, api.PostInput{Text: "and now"})
@@ -666,4 +618,39 @@ func (s *silenceable) Read(p []byte) (int, error) {
 func (s *silenceable) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	return s.Conn.Close()
+}
+
+// follower makes users reader and author, reader following author.
+func follower(t *testing.T, ctx context.Context, base, reader, author string) {
+	t.Helper()
+	srvTok, _ := rookery.MintServerToken(secret, "app", time.Hour)
+	server := client(t, base, srvTok)
+	for _, u := range []string{author, reader} {
+		r, err := server.PutUserWithResponse(ctx, u, api.UserInput{Username: u + "_sdk"})
+		ok(t, "put user", r.HTTPResponse, r.Body, err)
+	}
+	f, err := client(t, base, token(t, reader)).FollowUserWithResponse(ctx, reader, author)
+	ok(t, "follow", f.HTTPResponse, f.Body, err)
+}
+
+// feedPosts reads c's stream until ctx ends, and sends the id of each feed.post it brings.
+func feedPosts(t *testing.T, ctx context.Context, c *rookery.Client) <-chan string {
+	got := make(chan string, 100)
+	go func() {
+		for ev, err := range c.Stream(ctx, "") {
+			if err != nil {
+				t.Errorf("stream: %v", err)
+				return
+			}
+			if ev.Type == "feed.post" {
+				var fp api.FeedPostEvent
+				if err := ev.Decode(&fp); err != nil {
+					t.Errorf("feed.post %s: %v", ev.Data, err)
+					return
+				}
+				got <- fp.Post.Id
+			}
+		}
+	}()
+	return got
 }
