@@ -27,9 +27,9 @@ func (e StreamEvent) Decode(v any) error { return json.Unmarshal(e.Data, v) }
 // Stream iterates over the caller's live stream from after lastID ("" : from now), as one
 // uninterrupted sequence: when the connection drops, it reconnects (with a growing pause, up to
 // 30 s) with Last-Event-ID, so no event is missed or repeated; a connection that brings nothing,
-// not even a heartbeat, for the stream timeout (WithStreamTimeout) counts as dropped. It ends with ctx, or with an error
-// that retrying cannot mend (the token refused, a 4xx), which it yields. Request with ActingAs
-// for a server token.
+// not even a heartbeat, for the stream timeout (WithStreamTimeout) counts as dropped. It ends
+// with ctx, or with an error that retrying cannot mend (the token refused, a 4xx), which it
+// yields. Request with ActingAs for a server token.
 func (c *Client) Stream(ctx context.Context, lastID string) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		pause := 100 * time.Millisecond
