@@ -79,11 +79,18 @@ func marked(re *regexp.Regexp, text, notAfter string, min, max int) []string {
 			(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r) || r == '_' || strings.ContainsRune(notAfter, r)) {
 			continue
 		}
-		if w := text[m[2]:m[3]]; utf8.RuneCountInString(w) >= min && utf8.RuneCountInString(w) <= max {
+		if w := text[m[2]:m[3]]; between(w, min, max) {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// between reports whether w has min to max characters, counted in its composed form (NFC), so
+// that the same word typed decomposed is no longer.
+func between(w string, min, max int) bool {
+	n := utf8.RuneCountInString(norm.NFC.String(w))
+	return n >= min && n <= max
 }
 
 // hashtags and mentions return the #hashtags and @usernames of text, as written.
@@ -92,7 +99,7 @@ func mentions(text string) []string { return marked(mentionRE, text, "@./", 3, 3
 
 // validTag: 1..64 of a hashtag's characters (so a tag never holds a key separator).
 func validTag(t string) bool {
-	if t == "" || utf8.RuneCountInString(t) > 64 {
+	if !between(t, 1, 64) {
 		return false
 	}
 	for _, r := range t {

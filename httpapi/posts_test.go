@@ -160,6 +160,13 @@ func TestTagsInEveryScript(t *testing.T) {
 		}
 	}
 	f.want(f.do("GET", "/v1/tags/"+url.PathEscape("a-b")+"/posts", alice, ""), 400, "invalid")
+	// 64 characters composed are a tag, though 128 decomposed.
+	long := strings.Repeat("e\u0301", 64)
+	r = f.do("POST", "/v1/posts", alice, `{"text":"#`+long+`","tags":["`+long+`"]}`)
+	f.want(r, 201, "")
+	if got := fmt.Sprint(r.body["tags"]); got != "["+strings.Repeat("é", 64)+"]" {
+		t.Fatalf("a long decomposed tag: %s", got)
+	}
 }
 
 // TestHashtagsAndMentionsBeginWords: a # or @ inside a word is no hashtag or mention: a URL's
