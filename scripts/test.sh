@@ -26,6 +26,10 @@ cleanup() {
 	rm -rf "$run"
 }
 trap cleanup EXIT
+# A shell killed by a signal runs no EXIT trap: make Ctrl-C and SIGTERM an exit, so that the servers
+# stop (PostgreSQL's pg_ctl puts it in a session of its own, out of reach of the group's signal).
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on, below the kernel's range of
 # ephemeral ports: a port in that range may be taken, between the check and the server's bind, as
