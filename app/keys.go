@@ -30,6 +30,8 @@ import (
 //	Post            POST#<id>              META        id, author_id, text, tags, given_tags, mentions,
 //	                                                   media, visibility, created_at, edited_at, *_count;
 //	                                                   GSI1 USER#<author> / <ts>#POST#<id>
+//	Deleted post    POST#<id>              GONE        post_id (kept: a deleted post keeps the likes and
+//	                                                   comments others left on it, so its id is never used again)
 //	Post tag        POST#<id>              TAG#<tag>   post_id, author_id;
 //	                                                   GSI2 TAG#<tag> / <ts>#POST#<id>
 //	Like            POST#<id>              LIKE#<user> post_id, user_id, liked_at;
@@ -93,6 +95,7 @@ import (
 //	FEED-009 notifications, newest      Query NOTIF#<user>, begins_with(SK, "N#"), descending
 //	unread notifications, count         Query GSI2 UNREAD#<user> (sparse: only unread ones)
 //	FEED-004/AP3 get a post             Get(POST#<id>, META)
+//	was a client's post id used before  the conditional put of the post and a check of POST#<id>/GONE
 //	FEED-002/AP2 author's posts, newest Query GSI1 USER#<author>, descending
 //	FEED-007 posts by tag, newest       Query GSI2 TAG#<tag>, descending -> BatchGet(POST#<id>, META)
 //	a post's tags (edit, delete)        Query POST#<id>, begins_with(SK, "TAG#")
@@ -265,6 +268,9 @@ func followItem(follower, followee string, at time.Time) table.Item {
 }
 
 func postKey(id string) table.Key { return table.Key{PK: "POST#" + id, SK: skMeta} }
+
+// postGoneKey is the key of deleted post id's mark.
+func postGoneKey(id string) table.Key { return table.Key{PK: "POST#" + id, SK: "GONE"} }
 
 // postOf is the id of post item k.
 func postOf(k table.Key) string { return strings.TrimPrefix(k.PK, "POST#") }

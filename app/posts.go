@@ -221,7 +221,7 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 
 // CreatePost creates a post by the acting user and returns it; created is false when in.ID names
 // a post this author already made with the same text (a retry), which is returned as it is. An id
-// taken by another post is Conflict; an id that is not a ULID is Invalid.
+// taken by another post, or by a deleted one, is Conflict; an id that is not a ULID is Invalid.
 func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, created bool, err error) {
 	const op rookery.Op = "app.CreatePost"
 	author, err := actingUser(ctx, op)
@@ -275,12 +275,13 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		"rev": int64(1), // every write of the item adds one (postCache)
 	}
 	// An id this process made is new (a ULID): no item is at its key, so the put needs no
-	// condition and no read of the key first. A client's id may be taken (a retry, another post).
-	put := table.ImmutablePutWrite(item)
+	// condition and no read of the key first. A client's id may be taken (a retry, another post),
+	// or have been a post's that was deleted: the likes and comments others left on that one stay
+	// under its id, and a new post must not take them over.
+	writes := []table.Write{table.ImmutablePutWrite(item)}
 	if in.ID != "" {
-		put = table.PutWrite(item, table.NotExists(table.PK))
+		writes = []table.Write{table.PutWrite(item, table.NotExists(table.PK)), table.CheckWrite(postGoneKey(id), table.NotExists(table.PK))}
 	}
-	writes := []table.Write{put}
 	for _, t := range tags {
 		writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, now)))
 	}
@@ -290,6 +291,9 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
 	var ce *table.ConditionError
+	if errors.As(err, &ce) && ce.Index == 1 {
+		return p, false, rookery.E(op, rookery.Conflict, "a post with this id was deleted; its id is not used again")
+	}
 	if errors.As(err, &ce) && ce.Index == 0 {
 		old, gerr := a.table.Get(ctx, k)
 		if gerr != nil {
@@ -814,11 +818,13 @@ func (a *App) DeletePost(ctx context.Context, id string) error {
 	return err
 }
 
-// removePost deletes post item old and its tags, with its PostDeleted event: Conflict if it is
-// gone already.
+// removePost deletes post item old and its tags, with its PostDeleted event, and marks its id
+// used (CreatePost): Conflict if it is gone already.
 func (a *App) removePost(ctx context.Context, old table.Item) error {
 	id, author, created := old.String("id"), old.String("author_id"), time.UnixMilli(old.Int("created_at")).UTC()
-	writes := []table.Write{table.DeleteWrite(postKey(id), table.Exists(table.PK))}
+	gone := postGoneKey(id)
+	writes := []table.Write{table.DeleteWrite(postKey(id), table.Exists(table.PK)),
+		table.ImmutablePutWrite(table.Item{table.PK: gone.PK, table.SK: gone.SK, "post_id": id})}
 	for _, t := range old.Strings("tags") {
 		writes = append(writes, table.ImmutableDeleteWrite(tagItem(id, t, author, created)))
 	}

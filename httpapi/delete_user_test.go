@@ -182,7 +182,8 @@ func TestDeleteUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Items) > 0 {
+		// An erased post leaves the mark that its id was used (the id alone), so no new post takes it.
+		if p.Items = slices.DeleteFunc(p.Items, func(it table.Item) bool { return it[table.SK] == "GONE" }); len(p.Items) > 0 {
 			t.Fatalf("after the erasure, %s %s still holds %v", q.Index, q.PK, p.Items)
 		}
 	}

@@ -137,6 +137,38 @@ func TestPostsThroughHTTP(t *testing.T) {
 	})
 }
 
+// TestDeletedPostIDIsNotReused: a deleted post keeps the likes and comments others left on it, so
+// a client's id of a deleted post is refused for a new post, by its author as by anyone else;
+// otherwise the new post would show the old one's likes and comments as its own.
+func TestDeletedPostIDIsNotReused(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob := token(t, "alice", false), token(t, "bob", false)
+	const id = "01JD0000000000000000000001"
+	body := `{"id":"` + id + `","text":"short-lived"}`
+	f.want(f.do("POST", "/v1/posts", alice, body), 201, "")
+	f.want(f.do("PUT", "/v1/posts/"+id+"/likes/bob", bob, ""), 200, "")
+	f.want(f.do("POST", "/v1/posts/"+id+"/comments", bob, `{"text":"nice"}`), 201, "")
+	f.want(f.do("DELETE", "/v1/posts/"+id, alice, ""), 204, "")
+
+	for who, tok := range map[string]string{"its author": alice, "another user": bob} {
+		for _, b := range []string{body, `{"id":"` + id + `","text":"a new post"}`} {
+			if r := f.do("POST", "/v1/posts", tok, b); r.status != 409 || r.body["code"] != "conflict" ||
+				!strings.Contains(r.body["detail"].(string), "deleted") {
+				t.Errorf("%s posts %s under the deleted id: %d %s", who, b, r.status, r.raw)
+			}
+		}
+	}
+	f.want(f.do("GET", "/v1/posts/"+id, bob, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/posts/"+id+"/likes", bob, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/posts/"+id+"/comments", bob, ""), 404, "not_found")
+	// Another client id is still free.
+	f.want(f.do("POST", "/v1/posts", alice, `{"id":"01JD0000000000000000000002","text":"short-lived"}`), 201, "")
+}
+
 // TestAuthorPostsPaging: an author's posts page to the end, newest first (by time, then id), each
 // once, with cursors that another list refuses; a post deleted is gone from the pages.
 // TestTagsInEveryScript: a #hashtag takes in the combining marks that Indic and Thai words are
