@@ -175,7 +175,8 @@ func actingUser(ctx context.Context, op rookery.Op) (string, error) {
 const maxMentions = 20
 
 // mentionsOf returns the ids of existing users named @username in text (each once, in order, up to
-// maxMentions). A mention of a user who has blocked author is Forbidden.
+// maxMentions), but those author has blocked. A mention of a user who has blocked author is
+// Forbidden.
 func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string) ([]string, error) {
 	var names []string
 	for _, m := range mentions(text) {
@@ -206,6 +207,25 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 			ids = append(ids, c.String("user_id"))
 		}
 	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// A user the author has blocked is not mentioned: they cannot see the post.
+	keys = keys[:len(ids)]
+	for i, id := range ids {
+		keys[i] = blockKey(author, id)
+	}
+	blocks, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	mentioned := ids[:0]
+	for i, id := range ids {
+		if blocks[i] == nil {
+			mentioned = append(mentioned, id)
+		}
+	}
+	ids = mentioned
 	if len(ids) == 0 {
 		return nil, nil
 	}

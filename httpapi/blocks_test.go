@@ -69,6 +69,14 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 	if r := f.do("POST", "/v1/posts", carol, `{"text":"hello @alice"}`); r.status != 201 {
 		t.Fatalf("a third user's mention: %d %s", r.status, r.raw)
 	}
+	// The blocker's @bob mentions nobody, so bob is not told of a post he cannot read; in an edit
+	// of a post from before the block neither, and after the unblock an edit mentions him anew.
+	r := f.do("POST", "/v1/posts", alice, `{"text":"blocked @bob and @carol"}`)
+	f.want(r, 201, "")
+	if fmt.Sprint(r.body["mentions"]) != "[carol]" {
+		t.Errorf("the blocker's post mentions %v; want [carol]", r.body["mentions"])
+	}
+	blockerPost := r.body["id"].(string)
 
 	// Unblocking restores visibility (the ended follows stay ended).
 	f.want(f.do("DELETE", "/v1/users/alice/blocks/bob", alice, ""), 204, "")
@@ -80,6 +88,23 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 		t.Fatalf("a mention after the unblock: %d %s", r.status, r.raw)
 	}
 	f.want(f.do("PUT", "/v1/posts/"+alicePost+"/likes/bob", bob, ""), 200, "")
+	r = f.do("PATCH", "/v1/posts/"+blockerPost, alice, `{"text":"unblocked @bob and @carol"}`)
+	if f.want(r, 200, ""); fmt.Sprint(r.body["mentions"]) != "[bob carol]" {
+		t.Errorf("the edit after the unblock mentions %v; want [bob carol]", r.body["mentions"])
+	}
+	edited := r.body["edited_at"]
+	eventuallyHTTP(t, "bob's mentions by alice", func() error {
+		var told []string
+		for _, n := range f.do("GET", "/v1/notifications", bob, "").body["items"].([]any) {
+			if n := n.(map[string]any); n["type"] == "mention" && n["actor"].(map[string]any)["id"] == "alice" {
+				told = append(told, fmt.Sprint(n["post_id"], " at ", n["created_at"]))
+			}
+		}
+		if want := fmt.Sprint(blockerPost, " at ", edited); fmt.Sprint(told) != "["+want+"]" {
+			return fmt.Errorf("bob was told of alice's mentions %v; want only the edit's, %s", told, want)
+		}
+		return nil
+	})
 
 	// Mutes: idempotent, for oneself only; their effect is on the home feed.
 	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")

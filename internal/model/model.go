@@ -127,10 +127,10 @@ func (m *Model) Unblock(a, b string) { delete(m.Blocks, Pair{a, b}) }
 func (m *Model) Mute(a, b string)   { m.Mutes[Pair{a, b}] = true }
 func (m *Model) Unmute(a, b string) { delete(m.Mutes, Pair{a, b}) }
 
-// mentionsOf returns the users text mentions, each once, in order: an @ at the start or after a
-// character that is not a letter, mark, digit, _, @, . or / (so not in an email address or a URL),
-// then a whole name of 3 to 30 of A-Z, a-z, 0-9 and _.
-func (m *Model) mentionsOf(text string) []string {
+// mentionsOf returns the users author's text mentions, each once, in order: an @ at the start or
+// after a character that is not a letter, mark, digit, _, @, . or / (so not in an email address or
+// a URL), then a whole name of 3 to 30 of A-Z, a-z, 0-9 and _, of a user author has not blocked.
+func (m *Model) mentionsOf(author, text string) []string {
 	var out []string
 	for i := 0; i < len(text); i++ {
 		if text[i] != '@' {
@@ -145,7 +145,7 @@ func (m *Model) mentionsOf(text string) []string {
 			j++
 		}
 		if n := j - i - 1; n >= 3 && n <= 30 {
-			if u := strings.ToLower(text[i+1 : j]); m.users[u] && !slices.Contains(out, u) {
+			if u := strings.ToLower(text[i+1 : j]); m.users[u] && !m.Blocks[Pair{author, u}] && !slices.Contains(out, u) {
 				out = append(out, u)
 			}
 		}
@@ -155,7 +155,7 @@ func (m *Model) mentionsOf(text string) []string {
 
 // CanWrite reports whether author may post or edit to text: nobody it mentions has blocked them.
 func (m *Model) CanWrite(author, text string) bool {
-	for _, u := range m.mentionsOf(text) {
+	for _, u := range m.mentionsOf(author, text) {
 		if m.Blocks[Pair{u, author}] {
 			return false
 		}
@@ -166,7 +166,7 @@ func (m *Model) CanWrite(author, text string) bool {
 // CreatePost records a post the service created.
 func (m *Model) CreatePost(id, author, text string, followers bool, createdAt string) *Post {
 	p := &Post{ID: id, Author: author, Text: text, Followers: followers, CreatedAt: createdAt,
-		Mentions: m.mentionsOf(text), Likes: map[string]bool{}}
+		Mentions: m.mentionsOf(author, text), Likes: map[string]bool{}}
 	m.posts = append(m.posts, p)
 	m.byID[id] = p
 	for _, u := range p.Mentions {
@@ -175,16 +175,17 @@ func (m *Model) CreatePost(id, author, text string, followers bool, createdAt st
 	return p
 }
 
-// Edit records a new text of post id: users it mentions for the first time are notified.
+// Edit records a new text of post id: its mentions are the new text's, and users it did not mention
+// before are notified.
 func (m *Model) Edit(id, text string) {
 	p := m.byID[id]
-	for _, u := range m.mentionsOf(text) {
+	mentions := m.mentionsOf(p.Author, text)
+	for _, u := range mentions {
 		if !slices.Contains(p.Mentions, u) {
-			p.Mentions = append(p.Mentions, u)
 			m.notify(u, "mention", p.Author, id, "")
 		}
 	}
-	p.Text = text
+	p.Mentions, p.Text = mentions, text
 }
 
 // Delete records that post id was deleted.
