@@ -31,9 +31,9 @@ type Like struct {
 
 func likeEdgeKey(post, user string) string { return "like:" + post + ":" + user }
 
-// checkLike validates a like or unlike of post by user and returns the post, which user must be
-// able to see. Only user, or a server token, may like as user.
-func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (rookery.Post, error) {
+// checkLiker validates a like or unlike of post by user: only user, or a server token, may like as
+// user, who must exist.
+func (a *App) checkLiker(ctx context.Context, op rookery.Op, post, user string) error {
 	var fe rookery.FieldErrors
 	if !validPostID(post) {
 		fe.Add("id", "is not a post id")
@@ -42,14 +42,22 @@ func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (
 		fe.Add("user", "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	if err := fe.Err(op); err != nil {
-		return rookery.Post{}, err
+		return err
 	}
 	if err := actAs(ctx, op, user); err != nil {
-		return rookery.Post{}, err
+		return err
 	}
 	if _, err := a.liveUser(ctx, user); rookery.IsKind(err, rookery.NotFound) {
-		return rookery.Post{}, rookery.E(op, rookery.NotFound, "user not found")
+		return rookery.E(op, rookery.NotFound, "user not found")
 	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkLike is checkLiker, and returns the post, which user must be able to see.
+func (a *App) checkLike(ctx context.Context, op rookery.Op, post, user string) (rookery.Post, error) {
+	if err := a.checkLiker(ctx, op, post, user); err != nil {
 		return rookery.Post{}, err
 	}
 	return a.postAs(ctx, op, post, user)
@@ -83,14 +91,36 @@ func (a *App) LikePost(ctx context.Context, post, user string) error {
 	return err
 }
 
-// UnlikePost removes user's like of post; it succeeds also when there was none.
+// UnlikePost removes user's like of post; it succeeds also when there was none. A like is its
+// liker's to take back also from a post they can no longer see (a block stands between them and
+// its author, or they stopped following the author of a followers-only post); the reply then
+// tells them no more than that their like was there.
 func (a *App) UnlikePost(ctx context.Context, post, user string) error {
 	const op rookery.Op = "app.UnlikePost"
-	p, err := a.checkLike(ctx, op, post, user)
-	if err != nil {
+	if err := a.checkLiker(ctx, op, post, user); err != nil {
 		return err
 	}
-	return a.removeLike(ctx, post, p.Author.ID, user)
+	p, err := a.postAs(ctx, op, post, user)
+	if err == nil {
+		return a.removeLike(ctx, post, p.Author.ID, user)
+	}
+	if !rookery.IsKind(err, rookery.NotFound) && !rookery.IsKind(err, rookery.Forbidden) {
+		return err
+	}
+	if _, lerr := a.table.Get(ctx, likeKey(post, user)); lerr != nil {
+		if rookery.IsKind(lerr, rookery.NotFound) {
+			return err
+		}
+		return lerr
+	}
+	it, perr := a.table.Get(ctx, postKey(post))
+	if perr != nil {
+		if rookery.IsKind(perr, rookery.NotFound) {
+			return err // deleted: a deleted post keeps its likes, and no read shows them
+		}
+		return perr
+	}
+	return a.removeLike(ctx, post, it.String("author_id"), user)
 }
 
 // removeLike removes user's like of post (by author), with its LikeDeleted event; when there is

@@ -621,6 +621,9 @@ func (w *workload) likedBy(u string) *model.Post {
 // react likes, unlikes or comments on p as u: the service must accept it exactly when u may see p.
 func (w *workload) react(op, u, tok string, p *model.Post) {
 	may := w.m.CanSee(u, p)
+	if op == "unlike" && !p.Deleted && p.Likes[u] {
+		may = true // a like is its liker's to take back, from a post they no longer see too
+	}
 	switch op {
 	case "like", "unlike":
 		method, ok, apply := "PUT", 200, w.m.Like

@@ -77,3 +77,47 @@ func TestLikesThroughHTTP(t *testing.T) {
 		t.Fatalf("dead letters: %s", r.raw)
 	}
 }
+
+// TestUnlikeAPostNoLongerSeen: a like is its liker's to take back, also from a post they can no
+// longer see (they stopped following the author of a followers-only post, or the author blocked
+// them); the count and the likes list follow. Without a like of theirs such a post stays unseen
+// (404 or 403, as any write about it), and so does a deleted post.
+func TestUnlikeAPostNoLongerSeen(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+	priv := f.do("POST", "/v1/posts", alice, `{"text":"followers only","visibility":"followers"}`).body["id"].(string)
+	pub := f.do("POST", "/v1/posts", alice, `{"text":"public"}`).body["id"].(string)
+	gone := f.do("POST", "/v1/posts", alice, `{"text":"deleted soon"}`).body["id"].(string)
+	f.want(f.do("PUT", "/v1/users/bob/following/alice", bob, ""), 200, "")
+	f.want(f.do("PUT", "/v1/posts/"+priv+"/likes/bob", bob, ""), 200, "")
+	f.want(f.do("PUT", "/v1/posts/"+pub+"/likes/carol", carol, ""), 200, "")
+	f.want(f.do("PUT", "/v1/posts/"+gone+"/likes/carol", carol, ""), 200, "")
+	f.want(f.do("DELETE", "/v1/posts/"+gone, alice, ""), 204, "")
+
+	f.want(f.do("DELETE", "/v1/users/bob/following/alice", bob, ""), 204, "")
+	f.want(f.do("GET", "/v1/posts/"+priv, bob, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/posts/"+priv+"/likes/bob", bob, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/posts/"+priv+"/likes/bob", bob, ""), 404, "not_found") // taken back: unseen again
+	f.want(f.do("DELETE", "/v1/posts/"+priv+"/likes/carol", carol, ""), 404, "not_found")
+
+	f.want(f.do("PUT", "/v1/users/alice/blocks/carol", alice, ""), 204, "")
+	f.want(f.do("PUT", "/v1/posts/"+pub+"/likes/carol", carol, ""), 403, "forbidden")
+	f.want(f.do("DELETE", "/v1/posts/"+pub+"/likes/carol", bob, ""), 403, "forbidden") // only as oneself
+	f.want(f.do("DELETE", "/v1/posts/"+pub+"/likes/carol", carol, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/posts/"+gone+"/likes/carol", carol, ""), 404, "not_found")
+
+	eventuallyHTTP(t, "the likes taken back", func() error {
+		for _, id := range []string{priv, pub} {
+			p := f.do("GET", "/v1/posts/"+id, alice, "").body
+			l := f.do("GET", "/v1/posts/"+id+"/likes", alice, "").body
+			if p["like_count"] != float64(0) || len(l["items"].([]any)) != 0 {
+				return fmt.Errorf("post %s: like_count %v, likes %v", id, p["like_count"], l["items"])
+			}
+		}
+		return nil
+	})
+}
