@@ -118,7 +118,8 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 	return c, false, err
 }
 
-// Comments lists post's comments, oldest first, for a caller who can see the post.
+// Comments lists post's comments, oldest first, for a caller who can see the post, but those of
+// users a block stands between the caller and (blockedFor).
 func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Page[Comment], error) {
 	const op rookery.Op = "app.Comments"
 	if err := limitErr(op, limit); err != nil {
@@ -135,9 +136,18 @@ func (a *App) Comments(ctx context.Context, post, cursor string, limit int) (Pag
 	if err != nil {
 		return Page[Comment]{}, err
 	}
+	authors := make([]string, len(q.Items))
+	for i, it := range q.Items {
+		authors[i] = it.String("author_id")
+	}
+	blocked, err := a.blockedFor(ctx, authors)
+	if err != nil {
+		return Page[Comment]{}, err
+	}
 	out := Page[Comment]{Items: make([]Comment, 0, len(q.Items)), Next: q.Next}
 	for _, it := range q.Items {
-		if !gone[it.String("author_id")] { // a deleted user's, until the erasure deletes it
+		// A deleted user's stays until the erasure deletes it; a blocked one's stays for others.
+		if id := it.String("author_id"); !gone[id] && !blocked[id] {
 			out.Items = append(out.Items, commentFromItem(it, users[it.String("author_id")]))
 		}
 	}

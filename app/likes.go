@@ -140,7 +140,8 @@ func (a *App) removeLike(ctx context.Context, post, author, user string) error {
 	return err
 }
 
-// Likes lists the likes of post, newest first, for a caller who can see the post.
+// Likes lists the likes of post, newest first, for a caller who can see the post, but those of
+// users a block stands between the caller and (blockedFor).
 func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[Like], error) {
 	const op rookery.Op = "app.Likes"
 	if err := limitErr(op, limit); err != nil {
@@ -161,9 +162,14 @@ func (a *App) Likes(ctx context.Context, post, cursor string, limit int) (Page[L
 	if err != nil {
 		return Page[Like]{}, err
 	}
+	blocked, err := a.blockedFor(ctx, likers)
+	if err != nil {
+		return Page[Like]{}, err
+	}
 	out := Page[Like]{Items: make([]Like, 0, len(q.Items)), Next: q.Next}
 	for _, it := range q.Items {
-		if !gone[it.String("user_id")] { // a deleted user's, until the erasure deletes it
+		// A deleted user's stays until the erasure deletes it; a blocked one's stays for others.
+		if id := it.String("user_id"); !gone[id] && !blocked[id] {
 			out.Items = append(out.Items, Like{UserID: it.String("user_id"), LikedAt: rookery.Time{Time: time.UnixMilli(it.Int("liked_at")).UTC()}})
 		}
 	}

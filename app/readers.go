@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/table"
 )
 
@@ -157,6 +158,24 @@ func (a *App) haveBlocked(ctx context.Context, owners []string, actor string) ([
 		out[i] = it != nil
 	}
 	return out, nil
+}
+
+// blockedFor returns which of users a block stands between the caller and, either way: as their
+// posts are, their likes and comments are hidden from the caller. A server token (acting for no
+// user) sees everyone's.
+func (a *App) blockedFor(ctx context.Context, users []string) (map[string]bool, error) {
+	viewer := ""
+	if c, ok := rookery.CallerFrom(ctx); ok {
+		viewer = c.Acting()
+	}
+	if viewer == "" || len(users) == 0 {
+		return nil, nil
+	}
+	v, err := a.loadView(ctx, viewer, users, nil, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	return v.blocked, nil
 }
 
 // likeChange marks a change of user's likes as under way until the returned func is called.

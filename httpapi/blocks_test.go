@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -112,4 +114,62 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", bob, ""), 403, "forbidden")
 	f.want(f.do("PUT", "/v1/users/alice/mutes/nobody", alice, ""), 404, "not_found")
 	f.want(f.do("DELETE", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+}
+
+// TestBlocksHideLikesAndComments: as a block hides each side's posts from the other, it hides their
+// likes and comments, on anyone's post, from each other's lists; others, and the app's server
+// token, still see them; an unblock shows them again.
+func TestBlocksHideLikesAndComments(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	toks := map[string]string{"server": server}
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+		toks[u] = token(t, u, false)
+	}
+	posts := map[string]string{}
+	for _, u := range []string{"alice", "dave"} {
+		posts[u] = f.do("POST", "/v1/posts", toks[u], `{"text":"by `+u+`"}`).body["id"].(string)
+	}
+	for _, r := range []struct{ who, on string }{{"bob", "alice"}, {"carol", "alice"}, {"alice", "dave"}, {"bob", "dave"}, {"carol", "dave"}} {
+		f.want(f.do("PUT", "/v1/posts/"+posts[r.on]+"/likes/"+r.who, toks[r.who], ""), 200, "")
+		f.want(f.do("POST", "/v1/posts/"+posts[r.on]+"/comments", toks[r.who], `{"text":"from `+r.who+`"}`), 201, "")
+	}
+	users := func(tok, path, attr string) string {
+		r := f.do("GET", path, tok, "")
+		f.want(r, 200, "")
+		var out []string
+		for _, it := range r.body["items"].([]any) {
+			v := it.(map[string]any)[attr]
+			if m, ok := v.(map[string]any); ok {
+				v = m["id"]
+			}
+			out = append(out, v.(string))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	// check: who sees, on whose post, the likes and the comments of whom.
+	check := func(when string, want map[[2]string]string) {
+		t.Helper()
+		for k, w := range want {
+			who, on := k[0], k[1]
+			if got := users(toks[who], "/v1/posts/"+posts[on]+"/likes", "user_id"); got != w {
+				t.Errorf("%s: %s sees the likes of %s's post by %s; want %s", when, who, on, got, w)
+			}
+			if got := users(toks[who], "/v1/posts/"+posts[on]+"/comments", "author"); got != w {
+				t.Errorf("%s: %s sees the comments on %s's post by %s; want %s", when, who, on, got, w)
+			}
+		}
+	}
+	f.want(f.do("PUT", "/v1/users/alice/blocks/bob", toks["alice"], ""), 204, "")
+	check("blocked", map[[2]string]string{
+		{"alice", "alice"}: "carol", {"alice", "dave"}: "alice,carol", {"bob", "dave"}: "bob,carol",
+		{"carol", "alice"}: "bob,carol", {"carol", "dave"}: "alice,bob,carol", {"server", "alice"}: "bob,carol", {"server", "dave"}: "alice,bob,carol",
+	})
+	f.want(f.do("GET", "/v1/posts/"+posts["alice"]+"/likes", toks["bob"], ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/users/alice/blocks/bob", toks["alice"], ""), 204, "")
+	check("unblocked", map[[2]string]string{
+		{"alice", "alice"}: "bob,carol", {"alice", "dave"}: "alice,bob,carol", {"bob", "alice"}: "bob,carol", {"bob", "dave"}: "alice,bob,carol",
+	})
 }
