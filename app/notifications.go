@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -71,8 +72,8 @@ type notice struct {
 }
 
 // ApplyNotifications is the notifications consumer's handler. FollowCreated notifies the followee,
-// LikeCreated and CommentCreated the post's author, PostCreated every user it mentions and
-// PostEdited every user it mentions for the first time; LikeDeleted
+// LikeCreated and CommentCreated the post's author, PostCreated every user it mentions who could
+// see it when it was written and PostEdited every such user it mentions for the first time; LikeDeleted
 // removes the like's notification if it is still unread. Nobody is notified of their own action or
 // by a user they have blocked. It is idempotent: an event's notifications are created with its
 // applied record, in one transaction (createNotices).
@@ -117,7 +118,9 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 			return err
 		}
 		for _, m := range post.Strings("mentions") {
-			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
+			if !slices.Contains(p.Unseen, m) {
+				notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
+			}
 		}
 	case PostEdited:
 		var p PostPayload

@@ -32,8 +32,12 @@ type PostPayload struct {
 	AuthorID   string       `json:"author_id"`
 	Visibility string       `json:"visibility"`
 	CreatedAt  rookery.Time `json:"created_at"`
-	// NewMentions (PostEdited only) are the users the edit mentions for the first time.
+	// NewMentions (PostEdited only) are the users the edit mentions for the first time who can
+	// see the post: they are notified.
 	NewMentions []string `json:"new_mentions,omitempty"`
+	// Unseen (PostCreated only) are the users the post mentions who cannot see it (a followers
+	// post's mentions of users who do not follow its author): they are not notified.
+	Unseen []string `json:"unseen_mentions,omitempty"`
 }
 
 // PostInput is the body of POST /v1/posts.
@@ -239,6 +243,30 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 	return ids, nil
 }
 
+// unseenBy returns the users of mentioned who cannot see a post of author's with visibility: for a
+// followers post, those who do not follow author (read when the post is written, so that whether
+// they are told of it does not depend on when the notifications consumer gets to it).
+func (a *App) unseenBy(ctx context.Context, author, visibility string, mentioned []string) ([]string, error) {
+	if visibility != rookery.Followers || len(mentioned) == 0 {
+		return nil, nil
+	}
+	keys := make([]table.Key, len(mentioned))
+	for i, u := range mentioned {
+		keys[i] = followKey(u, author)
+	}
+	follows, err := a.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var unseen []string
+	for i, u := range mentioned {
+		if follows[i] == nil && u != author {
+			unseen = append(unseen, u)
+		}
+	}
+	return unseen, nil
+}
+
 // CreatePost creates a post by the acting user and returns it; created is false when in.ID names
 // a post this author already made with the same text (a retry), which is returned as it is. An id
 // taken by another post, or by a deleted one, is Conflict; an id that is not a ULID is Invalid.
@@ -285,6 +313,10 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err != nil {
 		return p, false, err
 	}
+	unseen, err := a.unseenBy(ctx, author, in.Visibility, mentions)
+	if err != nil {
+		return p, false, err
+	}
 	media, _ := json.Marshal(in.Media)
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := postKey(id)
@@ -305,7 +337,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	for _, t := range tags {
 		writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, now)))
 	}
-	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}}, now)
+	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}, Unseen: unseen}, now)
 	if err != nil {
 		return p, false, rookery.E(op, rookery.Internal, err)
 	}
@@ -801,6 +833,11 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 			newMentions = append(newMentions, m)
 		}
 	}
+	unseen, err := a.unseenBy(ctx, author, visibility, newMentions)
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	newMentions = slices.DeleteFunc(newMentions, func(m string) bool { return slices.Contains(unseen, m) })
 	ev, err := a.event(ctx, PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)

@@ -97,3 +97,43 @@ func TestNotificationsThroughHTTP(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMentionsInFollowersPosts: a followers post tells only the users it mentions who can read it,
+// its author's followers (as they are when it is written or edited); its mentions still list all.
+func TestMentionsInFollowersPosts(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	toks := map[string]string{}
+	for _, u := range []string{"kate", "leo", "mia", "nora"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+		toks[u] = token(t, u, false)
+	}
+	f.want(f.do("PUT", "/v1/users/mia/following/kate", toks["mia"], ""), 200, "")
+	r := f.do("POST", "/v1/posts", toks["kate"], `{"text":"for followers @leo @mia","visibility":"followers"}`)
+	f.want(r, 201, "")
+	id := r.body["id"].(string)
+	if fmt.Sprint(r.body["mentions"]) != "[leo mia]" {
+		t.Fatalf("mentions = %v", r.body["mentions"])
+	}
+	f.want(f.do("PUT", "/v1/users/nora/following/kate", toks["nora"], ""), 200, "")
+	f.want(f.do("PATCH", "/v1/posts/"+id, toks["kate"], `{"text":"for followers @leo @mia @nora"}`), 200, "")
+	// A public post tells everyone it names, leo too: his notifications are read after it.
+	f.want(f.do("POST", "/v1/posts", toks["kate"], `{"text":"for all @leo"}`), 201, "")
+	eventuallyHTTP(t, "mentions told", func() error {
+		for u, want := range map[string]int{"leo": 1, "mia": 1, "nora": 1} {
+			n := 0
+			for _, it := range f.do("GET", "/v1/notifications", toks[u], "").body["items"].([]any) {
+				if it := it.(map[string]any); it["type"] == "mention" {
+					if u == "leo" && it["post_id"] == id {
+						return fmt.Errorf("leo, no follower, was told of the followers post")
+					}
+					n++
+				}
+			}
+			if n != want {
+				return fmt.Errorf("%s has %d mention notifications; want %d", u, n, want)
+			}
+		}
+		return nil
+	})
+}

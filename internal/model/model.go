@@ -170,9 +170,17 @@ func (m *Model) CreatePost(id, author, text string, followers bool, createdAt st
 	m.posts = append(m.posts, p)
 	m.byID[id] = p
 	for _, u := range p.Mentions {
-		m.notify(u, "mention", author, id, "")
+		if m.seesWhenWritten(u, p) {
+			m.notify(u, "mention", author, id, "")
+		}
 	}
 	return p
+}
+
+// seesWhenWritten reports whether a user post p mentions is told of it: one who can see it (a
+// followers post's mentions of users who do not follow its author tell them nothing).
+func (m *Model) seesWhenWritten(u string, p *Post) bool {
+	return !p.Followers || u == p.Author || m.Follows[Pair{u, p.Author}]
 }
 
 // Edit records a new text of post id: its mentions are the new text's, and users it did not mention
@@ -181,7 +189,7 @@ func (m *Model) Edit(id, text string) {
 	p := m.byID[id]
 	mentions := m.mentionsOf(p.Author, text)
 	for _, u := range mentions {
-		if !slices.Contains(p.Mentions, u) {
+		if !slices.Contains(p.Mentions, u) && m.seesWhenWritten(u, p) {
 			m.notify(u, "mention", p.Author, id, "")
 		}
 	}
