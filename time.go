@@ -1,7 +1,7 @@
 package rookery
 
 import (
-	"fmt"
+	"errors"
 	"time"
 )
 
@@ -19,18 +19,22 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + t.UTC().Format(TimeLayout) + `"`), nil
 }
 
-// UnmarshalJSON accepts any RFC 3339 time, and null.
+// ErrTimeFormat is what UnmarshalJSON returns for a value that is not an RFC 3339 time: a request
+// body's decoder reports it as such.
+var ErrTimeFormat = errors.New("a time must be an RFC 3339 string, such as 2026-11-22T10:04:05.123Z")
+
+// UnmarshalJSON accepts any RFC 3339 time, and null; anything else is ErrTimeFormat.
 func (t *Time) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*t = Time{}
 		return nil
 	}
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return fmt.Errorf("time must be an RFC 3339 string")
+		return ErrTimeFormat
 	}
 	v, err := time.Parse(time.RFC3339Nano, string(b[1:len(b)-1]))
 	if err != nil {
-		return fmt.Errorf("time must be RFC 3339, e.g. 2026-11-22T10:04:05.123Z")
+		return ErrTimeFormat
 	}
 	t.Time = v
 	return nil

@@ -73,6 +73,8 @@ func decode(r *http.Request, v any) error {
 		return rookery.FieldErrors{{Name: name, Reason: "must be of type " + jsonType(typeErr.Type.Kind().String())}}.Err(op)
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		return rookery.E(op, rookery.Invalid, "the body is not valid JSON")
+	case errors.Is(err, rookery.ErrTimeFormat):
+		return rookery.E(op, rookery.Invalid, err.Error())
 	}
 	var fe rookery.FieldErrors
 	if errors.As(err, &fe) {

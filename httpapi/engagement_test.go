@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,12 @@ func TestActivitiesThroughHTTP(t *testing.T) {
 	}
 	late := time.Now().Add(-49 * time.Hour).UTC().Format(time.RFC3339)
 	f.want(f.do("POST", "/v1/activities", ann, `{"type":"daily_open","idempotency_key":"old","occurred_at":"`+late+`"}`), 400, "invalid")
+	for _, at := range []string{`"yesterday"`, `"2026-12-05 10:00"`, `1764928800`} {
+		r := f.do("POST", "/v1/activities", ann, `{"type":"daily_open","idempotency_key":"bad-time","occurred_at":`+at+`}`)
+		if f.want(r, 400, "invalid"); !strings.Contains(r.body["detail"].(string), "RFC 3339") {
+			t.Errorf("occurred_at %s: detail %q does not say what a time must be", at, r.body["detail"])
+		}
+	}
 	f.want(f.do("POST", "/v1/activities", ann, `{"type":"sleep","idempotency_key":"x"}`), 400, "invalid")
 	f.want(f.do("POST", "/v1/activities", ann, `{"type":"daily_open","idempotency_key":"x","extra":1}`), 400, "invalid")
 
