@@ -807,6 +807,11 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	if err := fe.Err(op); err != nil {
 		return rookery.Post{}, err
 	}
+	// An edit that changes nothing (an empty one, or a retry of one that was applied) is no edit:
+	// the post is returned as it is, edited_at stays, and no PostEdited event tells anyone.
+	if text == old.String("text") && visibility == old.String("visibility") && slices.Equal(givenTags(given), old.Strings("given_tags")) {
+		return a.Post(ctx, id)
+	}
 	mentions, err := a.mentionsOf(ctx, op, old.String("author_id"), text)
 	if err != nil {
 		return rookery.Post{}, err

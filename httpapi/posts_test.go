@@ -75,6 +75,13 @@ func TestPostsThroughHTTP(t *testing.T) {
 	if r.body["edited_at"] == nil || fmt.Sprint(r.body["tags"]) != "[go rookery rust]" || r.body["text"] != "Edited #rust" {
 		t.Fatalf("edited = %s", r.raw)
 	}
+	// An edit that changes nothing (empty, or the same again) leaves the post as it is.
+	time.Sleep(2 * time.Millisecond) // a later millisecond: a new edited_at would differ
+	for _, same := range []string{`{}`, `{"text":"Edited #rust"}`, `{"text":"Edited #rust","tags":["go","rookery"],"visibility":"public"}`} {
+		if r2 := f.do("PATCH", "/v1/posts/"+pub, alice, same); r2.status != 200 || r2.body["edited_at"] != r.body["edited_at"] {
+			t.Errorf("PATCH %s = %d, edited_at %v; want 200 and %v as before", same, r2.status, r2.body["edited_at"], r.body["edited_at"])
+		}
+	}
 	if got := postIDs(f.do("GET", "/v1/tags/feeds/posts", alice, "").body["items"]); got != "" {
 		t.Errorf("#feeds still lists %s after the edit removed it", got)
 	}
