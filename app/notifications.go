@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/rookery/rookery"
@@ -117,10 +116,12 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		} else if err != nil {
 			return err
 		}
-		for _, m := range post.Strings("mentions") {
-			if !slices.Contains(p.Unseen, m) {
-				notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
-			}
+		notify := post.Strings("mentions")
+		if p.Notify != nil {
+			notify = *p.Notify
+		}
+		for _, m := range notify {
+			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
 		}
 	case PostEdited:
 		var p PostPayload

@@ -69,6 +69,51 @@ func TestMentionNotificationsOncePerRecipient(t *testing.T) {
 	}
 }
 
+// A post tells the users it mentioned when it was written (PostCreated's notify), even when an edit
+// changed its mentions before the consumer got to the event: here the author blocked bob and
+// edited the post, which no longer mentions him. An event from before notify was written (nil)
+// tells the post's mentions as the consumer finds them.
+func TestMentionsToldAsWritten(t *testing.T) {
+	ctx := context.Background()
+	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
+	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
+	alice := rookery.WithCaller(ctx, rookery.Caller{UserID: "alice"})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		_, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"})
+		must(err)
+	}
+	p, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @bob_x @carol_x"})
+	must(err)
+	q, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @dave_x"})
+	must(err)
+	must(a.Block(alice, "alice", "bob"))
+	text := "hi @bob_x @carol_x, edited"
+	edited, err := a.EditPost(alice, p.ID, app.PostEdit{Text: &text})
+	must(err)
+	if fmt.Sprint(edited.Mentions) != "[carol]" {
+		t.Fatalf("the edit after the block mentions %v; want [carol]", edited.Mentions)
+	}
+	created := func(id, post string, notify *[]string) rookery.Event {
+		pl, _ := json.Marshal(app.PostPayload{PostID: post, AuthorID: "alice", Visibility: rookery.Public, Notify: notify})
+		return rookery.Event{ID: id, Type: app.PostCreated, OccurredAt: rookery.Time{Time: time.Now()}, Payload: pl}
+	}
+	must(a.ApplyNotifications(ctx, created("01EVENTP", p.ID, &[]string{"bob", "carol"})))
+	must(a.ApplyNotifications(ctx, created("01EVENTQ", q.ID, nil)))
+	for user, want := range map[string]string{"bob": p.ID, "carol": p.ID, "dave": q.ID} {
+		page, err := a.Notifications(rookery.WithCaller(ctx, rookery.Caller{UserID: user}), false, "", 100)
+		must(err)
+		if len(page.Items) != 1 || page.Items[0].PostID == nil || *page.Items[0].PostID != want {
+			t.Errorf("%s's notifications: %+v; want one mention of %s", user, page.Items, want)
+		}
+	}
+}
+
 // A post's mentions make one NotificationsCreated event, not one each: the webhooks consumer turns
 // it into a message per notification, each with its own id and queued once however often the event
 // comes; the erasure consumer erases the notification of a recipient deleted meanwhile and keeps

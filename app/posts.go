@@ -35,9 +35,10 @@ type PostPayload struct {
 	// NewMentions (PostEdited only) are the users the edit mentions for the first time who can
 	// see the post: they are notified.
 	NewMentions []string `json:"new_mentions,omitempty"`
-	// Unseen (PostCreated only) are the users the post mentions who cannot see it (a followers
-	// post's mentions of users who do not follow its author): they are not notified.
-	Unseen []string `json:"unseen_mentions,omitempty"`
+	// Notify (PostCreated only) are the users the post mentions who can see it, as they were
+	// when it was written: they are notified (whatever an edit changes before that). Nil in the
+	// events of versions before it: those notify the post's mentions as the consumer finds them.
+	Notify *[]string `json:"notify,omitempty"`
 }
 
 // PostInput is the body of POST /v1/posts.
@@ -317,6 +318,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err != nil {
 		return p, false, err
 	}
+	notify := slices.DeleteFunc(slices.Clone(mentions), func(m string) bool { return slices.Contains(unseen, m) })
 	media, _ := json.Marshal(in.Media)
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := postKey(id)
@@ -337,7 +339,7 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	for _, t := range tags {
 		writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, now)))
 	}
-	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}, Unseen: unseen}, now)
+	ev, err := a.event(ctx, PostCreated, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: in.Visibility, CreatedAt: rookery.Time{Time: now}, Notify: &notify}, now)
 	if err != nil {
 		return p, false, rookery.E(op, rookery.Internal, err)
 	}

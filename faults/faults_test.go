@@ -532,6 +532,7 @@ func (w *workload) step() {
 			}
 			w.c.must("PATCH", "/v1/posts/"+p.ID, tok, jsonBody(map[string]string{"text": text}), "", 200)
 			w.m.Edit(p.ID, text)
+			w.note(a, "", "%s edits %s to %q", a, p.ID, text)
 		}
 	case "delete":
 		if p := w.livePost(a); p != nil {
@@ -606,7 +607,7 @@ func (w *workload) post(a, tok, label string) {
 		w.t.Fatalf("POST /v1/posts made %v; the client asked for %s", r.body["id"], id)
 	}
 	w.m.CreatePost(id, a, text, vis == "followers", r.body["created_at"].(string))
-	w.note(a, "", "%s posts %s (%s, %s)", a, id, vis, r.body["created_at"])
+	w.note(a, "", "%s posts %s %q (%s, %s)", a, id, text, vis, r.body["created_at"])
 }
 
 func (w *workload) likedBy(u string) *model.Post {
@@ -898,12 +899,15 @@ func (w *workload) checkNotifications(u, tok string) error {
 		case may[k] > 0:
 			may[k]--
 		default:
-			return fmt.Errorf("%s has a notification the model does not expect (or one too many): %s", u, k)
+			return fmt.Errorf("%s has a notification the model does not expect (or one too many): %s; the operations involving %s and %s:\n%s",
+				u, k, u, str(actor["id"]), w.historyInvolving(map[string]bool{u: true, str(actor["id"]): true}))
 		}
 	}
 	for k, n := range need {
 		if n > 0 {
-			return fmt.Errorf("%s misses %d notification(s) %s", u, n, k)
+			actor := strings.Split(k, "/")[1]
+			return fmt.Errorf("%s misses %d notification(s) %s; the operations involving %s and %s:\n%s", u, n, k, u, actor,
+				w.historyInvolving(map[string]bool{u: true, actor: true}))
 		}
 	}
 	return nil
