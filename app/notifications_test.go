@@ -69,6 +69,22 @@ func TestMentionNotificationsOncePerRecipient(t *testing.T) {
 	}
 }
 
+// putUsers creates users (username: the id and "_x") and returns a check that fails t on an error.
+func putUsers(t *testing.T, a *app.App, users ...string) (must func(error)) {
+	must = func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := rookery.WithCaller(context.Background(), rookery.Caller{UserID: "app", Server: true})
+	for _, u := range users {
+		_, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"})
+		must(err)
+	}
+	return must
+}
+
 // A post tells the users it mentioned when it was written (PostCreated's notify), even when an edit
 // changed its mentions before the consumer got to the event: here the author blocked bob and
 // edited the post, which no longer mentions him. An event from before notify was written (nil)
@@ -76,18 +92,8 @@ func TestMentionNotificationsOncePerRecipient(t *testing.T) {
 func TestMentionsToldAsWritten(t *testing.T) {
 	ctx := context.Background()
 	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
-	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
 	alice := rookery.WithCaller(ctx, rookery.Caller{UserID: "alice"})
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		_, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"})
-		must(err)
-	}
+	must := putUsers(t, a, "alice", "bob", "carol", "dave")
 	p, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @bob_x @carol_x"})
 	must(err)
 	q, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @dave_x"})
@@ -124,16 +130,7 @@ func TestMentionsMakeOneEvent(t *testing.T) {
 	w := newTwiceWorld(t, app.Deps{Table: tab, WebhookPolicy: app.WebhookPolicy{AllowHTTP: true, AllowPrivate: true}})
 	a := w.a
 	server := rookery.WithCaller(ctx, rookery.Caller{UserID: "app", Server: true})
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		_, _, err := a.PutUser(server, u, app.UserInput{Username: u + "_x"})
-		must(err)
-	}
+	must := putUsers(t, a, "alice", "bob", "carol", "dave")
 	url, types := "http://127.0.0.1:9/hook", []string{"notification.created"}
 	hook, err := a.CreateWebhook(server, app.WebhookInput{URL: &url, Events: &types})
 	must(err)

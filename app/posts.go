@@ -216,17 +216,13 @@ func (a *App) mentionsOf(ctx context.Context, op rookery.Op, author, text string
 		return nil, nil
 	}
 	// A user the author has blocked is not mentioned: they cannot see the post.
-	keys = keys[:len(ids)]
-	for i, id := range ids {
-		keys[i] = blockKey(author, id)
-	}
-	blocks, err := a.table.BatchGet(ctx, keys)
+	blocks, err := a.exist(ctx, ids, func(id string) table.Key { return blockKey(author, id) })
 	if err != nil {
 		return nil, err
 	}
 	mentioned := ids[:0]
 	for i, id := range ids {
-		if blocks[i] == nil {
+		if !blocks[i] {
 			mentioned = append(mentioned, id)
 		}
 	}
@@ -251,17 +247,13 @@ func (a *App) unseenBy(ctx context.Context, author, visibility string, mentioned
 	if visibility != rookery.Followers || len(mentioned) == 0 {
 		return nil, nil
 	}
-	keys := make([]table.Key, len(mentioned))
-	for i, u := range mentioned {
-		keys[i] = followKey(u, author)
-	}
-	follows, err := a.table.BatchGet(ctx, keys)
+	follows, err := a.exist(ctx, mentioned, func(u string) table.Key { return followKey(u, author) })
 	if err != nil {
 		return nil, err
 	}
 	var unseen []string
 	for i, u := range mentioned {
-		if follows[i] == nil && u != author {
+		if !follows[i] && u != author {
 			unseen = append(unseen, u)
 		}
 	}

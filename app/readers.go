@@ -146,14 +146,20 @@ func (a *App) haveBlocked(ctx context.Context, owners []string, actor string) ([
 		}
 		return out, nil
 	}
-	keys := make([]table.Key, len(owners))
-	for i, o := range owners {
-		keys[i] = blockKey(o, actor)
+	return a.exist(ctx, owners, func(o string) table.Key { return blockKey(o, actor) })
+}
+
+// exist reports, for each of ids, whether an item is at key(id) (one batch read).
+func (a *App) exist(ctx context.Context, ids []string, key func(string) table.Key) ([]bool, error) {
+	keys := make([]table.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = key(id)
 	}
 	got, err := a.table.BatchGet(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
+	out := make([]bool, len(ids))
 	for i, it := range got {
 		out[i] = it != nil
 	}
