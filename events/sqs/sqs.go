@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -292,23 +293,69 @@ func (l *Log) createGroup(ctx context.Context, group string, types []string) (*q
 	}); err != nil {
 		return nil, translate(op, err)
 	}
-	subAttrs := map[string]string{"RawMessageDelivery": "true"}
-	if len(types) > 0 {
-		filter, _ := json.Marshal(map[string][]string{"type": types})
-		subAttrs["FilterPolicy"] = string(filter)
-		subAttrs["FilterPolicyScope"] = "MessageAttributes"
-	}
-	if _, err := l.sns.Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn: aws.String(l.topicARN), Protocol: aws.String("sqs"), Endpoint: aws.String(arn),
-		Attributes: subAttrs, ReturnSubscriptionArn: true,
-	}); err != nil {
-		return nil, translate(op, err)
+	if err := l.subscribe(ctx, arn, types); err != nil {
+		return nil, err
 	}
 	qu := &queue{url: url, arn: arn, dlqURL: aws.ToString(dlq.QueueUrl)}
 	l.mu.Lock()
 	l.queues[group] = qu
 	l.mu.Unlock()
 	return qu, nil
+}
+
+// subscribe subscribes queue arn to the topic, with a filter policy of types (nil: every type).
+// Subscribing again with the same attributes is a no-op; SNS refuses it with others ("already
+// exists with different attributes"), as when a version changed a group's types: the queue's
+// subscription then gets the new filter in place.
+func (l *Log) subscribe(ctx context.Context, arn string, types []string) error {
+	const op rookery.Op = "sqs.subscribe"
+	filter := "{}" // SNS's policy that lets every message through
+	attrs := map[string]string{"RawMessageDelivery": "true"}
+	if len(types) > 0 {
+		f, _ := json.Marshal(map[string][]string{"type": types})
+		filter = string(f)
+		attrs["FilterPolicy"] = filter
+		attrs["FilterPolicyScope"] = "MessageAttributes"
+	}
+	_, err := l.sns.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(l.topicARN), Protocol: aws.String("sqs"), Endpoint: aws.String(arn),
+		Attributes: attrs, ReturnSubscriptionArn: true,
+	})
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "InvalidParameter" || !strings.Contains(ae.ErrorMessage(), "already exists") {
+		return translate(op, err)
+	}
+	sub, err := l.subscriptionOf(ctx, arn)
+	if err != nil {
+		return err
+	}
+	l.log.Info("changing the filter of a queue's subscription", "queue", arn, "filter", filter)
+	for _, a := range [][2]string{{"FilterPolicyScope", "MessageAttributes"}, {"FilterPolicy", filter}, {"RawMessageDelivery", "true"}} {
+		if _, err := l.sns.SetSubscriptionAttributes(ctx, &sns.SetSubscriptionAttributesInput{
+			SubscriptionArn: aws.String(sub), AttributeName: aws.String(a[0]), AttributeValue: aws.String(a[1]),
+		}); err != nil {
+			return translate(op, err)
+		}
+	}
+	return nil
+}
+
+// subscriptionOf returns the ARN of queue arn's subscription to the topic.
+func (l *Log) subscriptionOf(ctx context.Context, arn string) (string, error) {
+	const op rookery.Op = "sqs.subscriptionOf"
+	p := sns.NewListSubscriptionsByTopicPaginator(l.sns, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(l.topicARN)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return "", translate(op, err)
+		}
+		for _, s := range page.Subscriptions {
+			if aws.ToString(s.Endpoint) == arn && aws.ToString(s.Protocol) == "sqs" {
+				return aws.ToString(s.SubscriptionArn), nil
+			}
+		}
+	}
+	return "", rookery.E(op, rookery.Internal, "SNS says the queue is subscribed, and does not list its subscription")
 }
 
 func (l *Log) queueARN(ctx context.Context, url string) (string, error) {

@@ -262,3 +262,44 @@ func TestUnknownGroupCreatesNothing(t *testing.T) {
 		t.Fatalf("%d queues created", got)
 	}
 }
+
+// A group whose types changed (a new version handles one more) gets them on its next Open: the
+// queue's subscription is changed in place. SNS refuses a second subscription of the queue with
+// other attributes, so without that the upgraded workers could not start, or would not get them.
+func TestFilterPolicyChanges(t *testing.T) {
+	prefix := sqstest.Prefix()
+	old, err := sqs.Open(ctx, sqs.Options{Prefix: prefix, Groups: map[string][]string{"notes": {"PostCreated"}},
+		AWS: awsconf.Options{Endpoint: sqstest.Endpoint(t), Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	l := open(t, sqs.Options{Prefix: prefix, Groups: map[string][]string{"notes": {"PostCreated", "FollowDeleted"}}}) // destroys both
+	evs := []rookery.Event{
+		{ID: "g1", Type: "FollowDeleted", Version: 1, Key: "f1", Payload: []byte(`{}`)},
+		{ID: "g2", Type: "LikeCreated", Version: 1, Key: "f1", Payload: []byte(`{}`)},
+		{ID: "g3", Type: "PostCreated", Version: 1, Key: "f1", Payload: []byte(`{}`)},
+	}
+	if err := l.Append(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Subscribe(ctx, "notes", events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []string
+	for range 2 {
+		d := next(t, s)
+		got = append(got, d.Event().Type)
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != "[FollowDeleted PostCreated]" {
+		t.Fatalf("the group got %v; want [FollowDeleted PostCreated]", got)
+	}
+	if n, _, err := l.Lag(ctx, "notes"); err != nil || n != 0 {
+		t.Fatalf("lag = %d, %v; want 0 (LikeCreated kept out)", n, err)
+	}
+}
