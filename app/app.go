@@ -306,7 +306,7 @@ func (a *App) writeWithEvent(ctx context.Context, writes []table.Write, evs ...r
 // them out.
 var GroupTypes = map[string][]string{
 	CountersGroup:        {FollowCreated, FollowDeleted, LikeCreated, LikeDeleted, CommentCreated, CommentDeleted, PostCreated, PostDeleted},
-	NotificationsGroup:   {FollowCreated, LikeCreated, LikeDeleted, CommentCreated, PostCreated, PostEdited},
+	NotificationsGroup:   {FollowCreated, FollowDeleted, LikeCreated, LikeDeleted, CommentCreated, PostCreated, PostEdited},
 	ActivitiesGroup:      {PostCreated, CommentCreated, LikeCreated},
 	LeaderboardsGroup:    {PostCreated, PostDeleted, LikeCreated, LikeDeleted},
 	WebhooksGroup:        nil, // webhookMessage maps most types

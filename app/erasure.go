@@ -521,12 +521,12 @@ func (a *App) eraseFollow(ctx context.Context, it table.Item) error {
 	return a.removeFollow(ctx, it.String("follower_id"), it.String("followee_id"))
 }
 
-// eraseNotification deletes notification item it, and a like's reference to it.
+// eraseNotification deletes notification item it, and a like's or a follow's reference to it.
 func (a *App) eraseNotification(ctx context.Context, it table.Item) error {
 	k := it.Key()
 	writes := []table.Write{table.DeleteWrite(k)}
-	if it.String("type") == "like" {
-		writes = append(writes, table.DeleteWrite(notifRefKey(recipientOf(k), "like:"+it.String("post_id")+":"+it.String("actor_id"))))
+	if ref := refOf(it); ref != "" {
+		writes = append(writes, table.DeleteWrite(notifRefKey(recipientOf(k), ref)))
 	}
 	return a.table.TransactWrite(ctx, writes)
 }

@@ -43,7 +43,8 @@ import (
 //	                                                   created_at, read; while unread
 //	                                                   GSI2 UNREAD#<user> / <event id>;
 //	                                                   GSI1 NOTIFBY#<actor> / <ts>#<user>#<id>
-//	Notification ref NOTIF#<user>          REF#like:<post>:<liker>  sk (of the like's notification)
+//	Notification ref NOTIF#<user>          REF#like:<post>:<liker>, REF#follow:<follower>
+//	                                                   sk (of the like's or follow's notification)
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)
@@ -312,6 +313,22 @@ func notifPK(user string) string             { return "NOTIF#" + user }
 func recipientOf(notif table.Key) string     { return strings.TrimPrefix(notif.PK, "NOTIF#") }
 func notifKey(user, id string) table.Key     { return table.Key{PK: notifPK(user), SK: "N#" + id} }
 func notifRefKey(user, ref string) table.Key { return table.Key{PK: notifPK(user), SK: "REF#" + ref} }
+
+// likeRef and followRef name the notification of a like or a follow (notifRefKey), so that undoing
+// it before the notification is read removes it.
+func likeRef(post, liker string) string { return "like:" + post + ":" + liker }
+func followRef(follower string) string  { return "follow:" + follower }
+
+// refOf is the ref of notification item it, "" if its kind has none.
+func refOf(it table.Item) string {
+	switch it.String("type") {
+	case "like":
+		return likeRef(it.String("post_id"), it.String("actor_id"))
+	case "follow":
+		return followRef(it.String("actor_id"))
+	}
+	return ""
+}
 func unreadPK(user string) string            { return "UNREAD#" + user }
 
 func idempotencyKey(caller, keyHash string) table.Key {

@@ -72,8 +72,9 @@ type notice struct {
 
 // ApplyNotifications is the notifications consumer's handler. FollowCreated notifies the followee,
 // LikeCreated and CommentCreated the post's author, PostCreated every user it mentions who could
-// see it when it was written and PostEdited every such user it mentions for the first time; LikeDeleted
-// removes the like's notification if it is still unread. Nobody is notified of their own action or
+// see it when it was written and PostEdited every such user it mentions for the first time;
+// LikeDeleted and FollowDeleted remove the like's or the follow's notification if it is still
+// unread. Nobody is notified of their own action or
 // by a user they have blocked. It is idempotent: an event's notifications are created with its
 // applied record, in one transaction (createNotices).
 func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
@@ -86,19 +87,25 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		notices = append(notices, notice{recipient: p.FolloweeID, typ: "follow", actor: p.FollowerID, at: at})
+		notices = append(notices, notice{recipient: p.FolloweeID, typ: "follow", actor: p.FollowerID, ref: followRef(p.FollowerID), at: at})
+	case FollowDeleted:
+		var p FollowPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return rookery.E(op, rookery.Invalid, err)
+		}
+		return a.removeUnread(ctx, p.FolloweeID, followRef(p.FollowerID))
 	case LikeCreated:
 		var p LikePayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		notices = append(notices, notice{recipient: p.AuthorID, typ: "like", actor: p.UserID, post: p.PostID, ref: "like:" + p.PostID + ":" + p.UserID, at: at})
+		notices = append(notices, notice{recipient: p.AuthorID, typ: "like", actor: p.UserID, post: p.PostID, ref: likeRef(p.PostID, p.UserID), at: at})
 	case LikeDeleted:
 		var p LikePayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.removeUnreadLike(ctx, p.AuthorID, "like:"+p.PostID+":"+p.UserID)
+		return a.removeUnread(ctx, p.AuthorID, likeRef(p.PostID, p.UserID))
 	case CommentCreated:
 		var p CommentPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -267,8 +274,9 @@ func noticeOf(id string, n notice) newNotice {
 		Post: n.post, Comment: n.comment, At: rookery.Time{Time: time.UnixMilli(n.at.UnixMilli()).UTC()}}}
 }
 
-// removeUnreadLike deletes the notification of a like that was undone, if it is still unread.
-func (a *App) removeUnreadLike(ctx context.Context, recipient, ref string) error {
+// removeUnread deletes the notification of a like or a follow that was undone (its ref), if it is
+// still unread.
+func (a *App) removeUnread(ctx context.Context, recipient, ref string) error {
 	r := notifRefKey(recipient, ref)
 	it, err := a.table.Get(ctx, r)
 	if rookery.IsKind(err, rookery.NotFound) {

@@ -137,3 +137,45 @@ func TestMentionsInFollowersPosts(t *testing.T) {
 		return nil
 	})
 }
+
+// TestUndoneFollowsLeaveNoNotification: a follow undone before its notification is read (by an
+// unfollow, or by the block that ends it) takes the notification with it, as an unlike does; one
+// read before stays.
+func TestUndoneFollowsLeaveNoNotification(t *testing.T) {
+	f, _ := newFixture(t)
+	server := token(t, "app", true)
+	toks := map[string]string{}
+	for _, u := range []string{"xena", "yuri", "zoe", "walt"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+		toks[u] = token(t, u, false)
+	}
+	for range 3 {
+		f.want(f.do("PUT", "/v1/users/yuri/following/xena", toks["yuri"], ""), 200, "")
+		f.want(f.do("DELETE", "/v1/users/yuri/following/xena", toks["yuri"], ""), 204, "")
+	}
+	f.want(f.do("PUT", "/v1/users/zoe/following/xena", toks["zoe"], ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/xena/blocks/zoe", toks["xena"], ""), 204, "")
+	// walt's follow is read, then undone: its notification stays, read.
+	f.want(f.do("PUT", "/v1/users/walt/following/xena", toks["walt"], ""), 200, "")
+	eventuallyHTTP(t, "walt's follow told", func() error {
+		if got := notifTypes(f.do("GET", "/v1/notifications", toks["xena"], "").body["items"]); !strings.Contains(got, "follow:walt") {
+			return fmt.Errorf("xena's notifications: %s", got)
+		}
+		return nil
+	})
+	f.want(f.do("POST", "/v1/notifications/read", toks["xena"], `{"all":true}`), 204, "")
+	f.want(f.do("DELETE", "/v1/users/walt/following/xena", toks["walt"], ""), 204, "")
+	// A like after all of them: once it is told, the follows' events were handled before it.
+	post := f.do("POST", "/v1/posts", toks["xena"], `{"text":"last"}`).body["id"].(string)
+	f.want(f.do("PUT", "/v1/posts/"+post+"/likes/yuri", toks["yuri"], ""), 200, "")
+	eventuallyHTTP(t, "only walt's follow and yuri's like left", func() error {
+		r := f.do("GET", "/v1/notifications", toks["xena"], "")
+		if got := notifTypes(r.body["items"]); got != "like:yuri,follow:walt" {
+			return fmt.Errorf("xena's notifications: %s", got)
+		}
+		if c := f.do("GET", "/v1/notifications/unread_count", toks["xena"], "").body["count"]; c != float64(1) {
+			return fmt.Errorf("unread count %v; want 1", c)
+		}
+		return nil
+	})
+}

@@ -109,14 +109,20 @@ func (m *Model) Follow(a, b string) {
 	m.notify(b, "follow", a, "", "")
 }
 
-// Unfollow records that a no longer follows b.
-func (m *Model) Unfollow(a, b string) { delete(m.Follows, Pair{a, b}) }
+// Unfollow records that a no longer follows b: b's notification of the follow goes (nobody
+// reads them here, so it is unread).
+func (m *Model) Unfollow(a, b string) {
+	if m.Follows[Pair{a, b}] {
+		delete(m.Follows, Pair{a, b})
+		m.unnotify("follow", a, b, "")
+	}
+}
 
-// Block records that a blocked b: follows go both ways.
+// Block records that a blocked b: follows go both ways, as Unfollow.
 func (m *Model) Block(a, b string) {
 	m.Blocks[Pair{a, b}] = true
-	delete(m.Follows, Pair{a, b})
-	delete(m.Follows, Pair{b, a})
+	m.Unfollow(a, b)
+	m.Unfollow(b, a)
 	m.blocked[Pair{a, b}] = append(m.blocked[Pair{a, b}], m.tick())
 }
 
@@ -227,10 +233,16 @@ func (m *Model) Unlike(id, user string) {
 		return
 	}
 	delete(p.Likes, user)
+	m.unnotify("like", user, p.Author, id)
+}
+
+// unnotify removes the latest notification of typ by actor to recipient about post: an undone
+// like's or follow's.
+func (m *Model) unnotify(typ, actor, recipient, post string) {
 	for i := len(m.notices) - 1; i >= 0; i-- {
-		if n := m.notices[i]; n.Type == "like" && n.Post == id && n.Actor == user {
+		if n := m.notices[i]; n.Type == typ && n.Actor == actor && n.Recipient == recipient && n.Post == post {
 			m.notices = slices.Delete(m.notices, i, i+1)
-			break
+			return
 		}
 	}
 }
