@@ -329,7 +329,7 @@ func refOf(it table.Item) string {
 	}
 	return ""
 }
-func unreadPK(user string) string            { return "UNREAD#" + user }
+func unreadPK(user string) string { return "UNREAD#" + user }
 
 func idempotencyKey(caller, keyHash string) table.Key {
 	return table.Key{PK: "IDEM#" + caller + "#" + keyHash, SK: "-"}
