@@ -313,6 +313,7 @@ func notifPK(user string) string             { return "NOTIF#" + user }
 func recipientOf(notif table.Key) string     { return strings.TrimPrefix(notif.PK, "NOTIF#") }
 func notifKey(user, id string) table.Key     { return table.Key{PK: notifPK(user), SK: "N#" + id} }
 func notifRefKey(user, ref string) table.Key { return table.Key{PK: notifPK(user), SK: "REF#" + ref} }
+func unreadPK(user string) string            { return "UNREAD#" + user }
 
 // likeRef and followRef name the notification of a like or a follow (notifRefKey), so that undoing
 // it before the notification is read removes it.
@@ -329,7 +330,6 @@ func refOf(it table.Item) string {
 	}
 	return ""
 }
-func unreadPK(user string) string { return "UNREAD#" + user }
 
 func idempotencyKey(caller, keyHash string) table.Key {
 	return table.Key{PK: "IDEM#" + caller + "#" + keyHash, SK: "-"}
