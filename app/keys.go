@@ -44,7 +44,7 @@ import (
 //	                                                   GSI2 UNREAD#<user> / <event id>;
 //	                                                   GSI1 NOTIFBY#<actor> / <ts>#<user>#<id>
 //	Notification ref NOTIF#<user>          REF#like:<post>:<liker>, REF#follow:<follower>
-//	                                                   sk (of the like's or follow's notification)
+//	                                                   sk, at (of the like's or follow's notification)
 //	Idempotency key IDEM#<caller>#<sha256>  -          body_hash, status, response, state, ttl (25 h)
 //	Applied event   APPLIED#<group>#<id>   -           ttl  (a consumer applied event id; 7 days)
 //	Outbox item     OUTBOX#<shard>         <event id>  event  (package events owns these keys)

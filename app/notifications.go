@@ -93,7 +93,7 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.removeUnread(ctx, p.FolloweeID, followRef(p.FollowerID))
+		return a.removeUnread(ctx, p.FolloweeID, followRef(p.FollowerID), p.At.Time)
 	case LikeCreated:
 		var p LikePayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -105,7 +105,7 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
-		return a.removeUnread(ctx, p.AuthorID, likeRef(p.PostID, p.UserID))
+		return a.removeUnread(ctx, p.AuthorID, likeRef(p.PostID, p.UserID), p.At.Time)
 	case CommentCreated:
 		var p CommentPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -268,15 +268,18 @@ func noticeOf(id string, n notice) newNotice {
 	writes := []table.Write{table.ImmutablePutWrite(item)}
 	if n.ref != "" {
 		r := notifRefKey(n.recipient, n.ref)
-		writes = append(writes, table.PutWrite(table.Item{table.PK: r.PK, table.SK: r.SK, "sk": k.SK}))
+		writes = append(writes, table.PutWrite(table.Item{table.PK: r.PK, table.SK: r.SK, "sk": k.SK, "at": n.at.UnixMilli()}))
 	}
 	return newNotice{writes: writes, payload: NotificationPayload{Recipient: n.recipient, ID: id, Type: n.typ, Actor: n.actor,
 		Post: n.post, Comment: n.comment, At: rookery.Time{Time: time.UnixMilli(n.at.UnixMilli()).UTC()}}}
 }
 
-// removeUnread deletes the notification of a like or a follow that was undone (its ref), if it is
-// still unread.
-func (a *App) removeUnread(ctx context.Context, recipient, ref string) error {
+// removeUnread deletes the notification of a like or a follow that was undone at undone (its ref),
+// if it is still unread. The ref may already name a later like's or follow's notification: when
+// the undo's handling comes late (its first delivery outlasted its ack wait, and its redelivery
+// and the next like's or follow's ran meanwhile). That one stays, and so does its ref: only a
+// notification made before the undo (or in its millisecond) goes, and only the ref that was read.
+func (a *App) removeUnread(ctx context.Context, recipient, ref string, undone time.Time) error {
 	r := notifRefKey(recipient, ref)
 	it, err := a.table.Get(ctx, r)
 	if rookery.IsKind(err, rookery.NotFound) {
@@ -284,12 +287,21 @@ func (a *App) removeUnread(ctx context.Context, recipient, ref string) error {
 	} else if err != nil {
 		return err
 	}
+	sk := it.String("sk")
+	if at := it.Int("at"); at > undone.UnixMilli() { // a later one's (a ref from before "at" has none: older)
+		return nil
+	}
+	theRef := table.Compare("sk", table.OpEq, sk)
 	err = a.table.TransactWrite(ctx, []table.Write{
-		table.DeleteWrite(table.Key{PK: r.PK, SK: it.String("sk")}, table.Compare("read", table.OpEq, false)),
-		table.DeleteWrite(r),
+		table.DeleteWrite(table.Key{PK: r.PK, SK: sk}, table.Compare("read", table.OpEq, false)),
+		table.DeleteWrite(r, theRef),
 	})
 	if rookery.IsKind(err, rookery.Conflict) {
-		return a.table.Delete(ctx, r) // read already (or gone): it stays; only the ref goes
+		// Read already (or gone): it stays; only the ref goes, if it is still the one read.
+		if err := a.table.Delete(ctx, r, theRef); err != nil && !rookery.IsKind(err, rookery.Conflict) {
+			return err
+		}
+		return nil
 	}
 	return err
 }

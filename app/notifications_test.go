@@ -120,6 +120,41 @@ func TestMentionsToldAsWritten(t *testing.T) {
 	}
 }
 
+// An undone follow takes its unread notification with it, and only its own: an unfollow whose
+// handling comes late, after the next follow's (its first delivery outlasted its ack wait while a
+// redelivery ran), leaves the next follow's notification and its ref alone, so that the next
+// unfollow still takes that one.
+func TestALateUnfollowKeepsTheNextFollowsNotification(t *testing.T) {
+	ctx := context.Background()
+	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
+	must := putUsers(t, a, "ann", "ben")
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
+	follow := func(id, typ string, at time.Duration) rookery.Event {
+		p, _ := json.Marshal(app.FollowPayload{FollowerID: "ben", FolloweeID: "ann", At: rookery.Time{Time: t0.Add(at)}})
+		return rookery.Event{ID: id, Type: typ, OccurredAt: rookery.Time{Time: t0.Add(at)}, Payload: p}
+	}
+	count := func() int {
+		page, err := a.Notifications(rookery.WithCaller(ctx, rookery.Caller{UserID: "ann"}), false, "", 100)
+		must(err)
+		return len(page.Items)
+	}
+	must(a.ApplyNotifications(ctx, follow("01FOLLOW1", app.FollowCreated, 0)))
+	unfollow := follow("01UNFOLLOW1", app.FollowDeleted, time.Second)
+	must(a.ApplyNotifications(ctx, unfollow))
+	if n := count(); n != 0 {
+		t.Fatalf("after follow and unfollow ann has %d notifications; want 0", n)
+	}
+	must(a.ApplyNotifications(ctx, follow("01FOLLOW2", app.FollowCreated, 2*time.Second)))
+	must(a.ApplyNotifications(ctx, unfollow)) // late
+	if n := count(); n != 1 {
+		t.Fatalf("after a late unfollow ann has %d notifications; want the second follow's", n)
+	}
+	must(a.ApplyNotifications(ctx, follow("01UNFOLLOW2", app.FollowDeleted, 3*time.Second)))
+	if n := count(); n != 0 {
+		t.Fatalf("after the second unfollow ann has %d notifications; want 0", n)
+	}
+}
+
 // A post's mentions make one NotificationsCreated event, not one each: the webhooks consumer turns
 // it into a message per notification, each with its own id and queued once however often the event
 // comes; the erasure consumer erases the notification of a recipient deleted meanwhile and keeps
