@@ -121,12 +121,7 @@ func TestBlocksAndMutesThroughHTTP(t *testing.T) {
 // token, still see them; an unblock shows them again.
 func TestBlocksHideLikesAndComments(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	toks := map[string]string{"server": server}
-	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
-		toks[u] = token(t, u, false)
-	}
+	toks := f.users(t, "alice", "bob", "carol", "dave")
 	posts := map[string]string{}
 	for _, u := range []string{"alice", "dave"} {
 		posts[u] = f.do("POST", "/v1/posts", toks[u], `{"text":"by `+u+`"}`).body["id"].(string)
@@ -172,4 +167,16 @@ func TestBlocksHideLikesAndComments(t *testing.T) {
 	check("unblocked", map[[2]string]string{
 		{"alice", "alice"}: "bob,carol", {"alice", "dave"}: "alice,bob,carol", {"bob", "alice"}: "bob,carol", {"bob", "dave"}: "alice,bob,carol",
 	})
+}
+
+// users creates users (username: the id) and returns their tokens by id, and the app's server
+// token as "server".
+func (f *fixture) users(t *testing.T, ids ...string) map[string]string {
+	t.Helper()
+	toks := map[string]string{"server": token(t, "app", true)}
+	for _, u := range ids {
+		f.want(f.do("PUT", "/v1/users/"+u, toks["server"], `{"username":"`+u+`"}`), 201, "")
+		toks[u] = token(t, u, false)
+	}
+	return toks
 }

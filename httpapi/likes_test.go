@@ -84,11 +84,8 @@ func TestLikesThroughHTTP(t *testing.T) {
 // (404 or 403, as any write about it), and so does a deleted post.
 func TestUnlikeAPostNoLongerSeen(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	for _, u := range []string{"alice", "bob", "carol"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
-	}
-	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+	toks := f.users(t, "alice", "bob", "carol")
+	alice, bob, carol := toks["alice"], toks["bob"], toks["carol"]
 	priv := f.do("POST", "/v1/posts", alice, `{"text":"followers only","visibility":"followers"}`).body["id"].(string)
 	pub := f.do("POST", "/v1/posts", alice, `{"text":"public"}`).body["id"].(string)
 	gone := f.do("POST", "/v1/posts", alice, `{"text":"deleted soon"}`).body["id"].(string)

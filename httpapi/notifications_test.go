@@ -102,12 +102,7 @@ func TestNotificationsThroughHTTP(t *testing.T) {
 // its author's followers (as they are when it is written or edited); its mentions still list all.
 func TestMentionsInFollowersPosts(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	toks := map[string]string{}
-	for _, u := range []string{"kate", "leo", "mia", "nora"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
-		toks[u] = token(t, u, false)
-	}
+	toks := f.users(t, "kate", "leo", "mia", "nora")
 	f.want(f.do("PUT", "/v1/users/mia/following/kate", toks["mia"], ""), 200, "")
 	r := f.do("POST", "/v1/posts", toks["kate"], `{"text":"for followers @leo @mia","visibility":"followers"}`)
 	f.want(r, 201, "")
@@ -143,12 +138,7 @@ func TestMentionsInFollowersPosts(t *testing.T) {
 // read before stays.
 func TestUndoneFollowsLeaveNoNotification(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	toks := map[string]string{}
-	for _, u := range []string{"xena", "yuri", "zoe", "walt"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
-		toks[u] = token(t, u, false)
-	}
+	toks := f.users(t, "xena", "yuri", "zoe", "walt")
 	for range 3 {
 		f.want(f.do("PUT", "/v1/users/yuri/following/xena", toks["yuri"], ""), 200, "")
 		f.want(f.do("DELETE", "/v1/users/yuri/following/xena", toks["yuri"], ""), 204, "")

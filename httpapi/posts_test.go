@@ -149,11 +149,8 @@ func TestPostsThroughHTTP(t *testing.T) {
 // otherwise the new post would show the old one's likes and comments as its own.
 func TestDeletedPostIDIsNotReused(t *testing.T) {
 	f, _ := newFixture(t)
-	server := token(t, "app", true)
-	for _, u := range []string{"alice", "bob"} {
-		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
-	}
-	alice, bob := token(t, "alice", false), token(t, "bob", false)
+	toks := f.users(t, "alice", "bob")
+	alice, bob := toks["alice"], toks["bob"]
 	const id = "01JD0000000000000000000001"
 	body := `{"id":"` + id + `","text":"short-lived"}`
 	f.want(f.do("POST", "/v1/posts", alice, body), 201, "")
