@@ -87,35 +87,58 @@ func putUsers(t *testing.T, a *app.App, users ...string) (must func(error)) {
 
 // A post tells the users it mentioned when it was written (PostCreated's notify), even when an edit
 // changed its mentions before the consumer got to the event: here the author blocked bob and
-// edited the post, which no longer mentions him. An event from before notify was written (nil)
-// tells the post's mentions as the consumer finds them.
+// edited the post, which no longer mentions him; and an edit that adds dave to a post that named
+// nobody is for PostEdited to tell, not PostCreated. An event from before notify was written
+// (nil) tells the post's mentions as the consumer finds them.
 func TestMentionsToldAsWritten(t *testing.T) {
 	ctx := context.Background()
-	a := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}).a // no consumers run: the test applies the events
+	w := newTwiceWorld(t, app.Deps{Table: backends["pebble"](t)}) // no consumers run: the test applies the events
+	a := w.a
 	alice := rookery.WithCaller(ctx, rookery.Caller{UserID: "alice"})
-	must := putUsers(t, a, "alice", "bob", "carol", "dave")
-	p, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @bob_x @carol_x"})
-	must(err)
-	q, _, err := a.CreatePost(alice, app.PostInput{Text: "hi @dave_x"})
-	must(err)
+	must := putUsers(t, a, "alice", "bob", "carol", "dave", "erin")
+	post := func(text string) string {
+		p, _, err := a.CreatePost(alice, app.PostInput{Text: text})
+		must(err)
+		return p.ID
+	}
+	edit := func(id, text string) []string {
+		p, err := a.EditPost(alice, id, app.PostEdit{Text: &text})
+		must(err)
+		return p.Mentions
+	}
+	p, r, q := post("hi @bob_x @carol_x"), post("plain"), post("hi @erin_x")
 	must(a.Block(alice, "alice", "bob"))
-	text := "hi @bob_x @carol_x, edited"
-	edited, err := a.EditPost(alice, p.ID, app.PostEdit{Text: &text})
+	if m := edit(p, "hi @bob_x @carol_x, edited"); fmt.Sprint(m) != "[carol]" {
+		t.Fatalf("the edit after the block mentions %v; want [carol]", m)
+	}
+	edit(r, "plain @dave_x")
+	// PostCreated of p and r as the service wrote them; q's as a version before notify did.
+	must(w.outbox.Flush(ctx))
+	sub, err := w.log.Subscribe(ctx, "probe", events.SubscribeOptions{})
 	must(err)
-	if fmt.Sprint(edited.Mentions) != "[carol]" {
-		t.Fatalf("the edit after the block mentions %v; want [carol]", edited.Mentions)
+	defer sub.Close()
+	for applied := map[string]bool{}; len(applied) < 2; { // the log delivers each event twice
+		next, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d, err := sub.Next(next)
+		cancel()
+		must(err)
+		if ev := d.Event(); ev.Type == app.PostCreated && ev.Key != "post:"+q {
+			must(a.ApplyNotifications(ctx, ev))
+			applied[ev.Key] = true
+		}
+		must(d.Ack(ctx))
 	}
-	created := func(id, post string, notify *[]string) rookery.Event {
-		pl, _ := json.Marshal(app.PostPayload{PostID: post, AuthorID: "alice", Visibility: rookery.Public, Notify: notify})
-		return rookery.Event{ID: id, Type: app.PostCreated, OccurredAt: rookery.Time{Time: time.Now()}, Payload: pl}
-	}
-	must(a.ApplyNotifications(ctx, created("01EVENTP", p.ID, &[]string{"bob", "carol"})))
-	must(a.ApplyNotifications(ctx, created("01EVENTQ", q.ID, nil)))
-	for user, want := range map[string]string{"bob": p.ID, "carol": p.ID, "dave": q.ID} {
+	old, _ := json.Marshal(app.PostPayload{PostID: q, AuthorID: "alice", Visibility: rookery.Public})
+	must(a.ApplyNotifications(ctx, rookery.Event{ID: "01OLDEVENT", Type: app.PostCreated, OccurredAt: rookery.Time{Time: time.Now()}, Payload: old}))
+	for user, want := range map[string]string{"bob": "[" + p + "]", "carol": "[" + p + "]", "dave": "[]", "erin": "[" + q + "]"} {
 		page, err := a.Notifications(rookery.WithCaller(ctx, rookery.Caller{UserID: user}), false, "", 100)
 		must(err)
-		if len(page.Items) != 1 || page.Items[0].PostID == nil || *page.Items[0].PostID != want {
-			t.Errorf("%s's notifications: %+v; want one mention of %s", user, page.Items, want)
+		var got []string
+		for _, n := range page.Items {
+			got = append(got, *n.PostID)
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("%s was told of the mentions in %v; want %s", user, got, want)
 		}
 	}
 }

@@ -310,7 +310,12 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 	if err != nil {
 		return p, false, err
 	}
-	notify := slices.DeleteFunc(slices.Clone(mentions), func(m string) bool { return slices.Contains(unseen, m) })
+	notify := []string{} // never nil, which marks an event from before notify
+	for _, m := range mentions {
+		if !slices.Contains(unseen, m) {
+			notify = append(notify, m)
+		}
+	}
 	media, _ := json.Marshal(in.Media)
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	k := postKey(id)
