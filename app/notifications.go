@@ -74,9 +74,9 @@ type notice struct {
 // LikeCreated and CommentCreated the post's author, PostCreated every user it mentions who could
 // see it when it was written and PostEdited every such user it mentions for the first time;
 // LikeDeleted and FollowDeleted remove the like's or the follow's notification if it is still
-// unread. Nobody is notified of their own action or
-// by a user they have blocked. It is idempotent: an event's notifications are created with its
-// applied record, in one transaction (createNotices).
+// unread. Nobody is notified of their own action or by a user they have blocked. It is idempotent:
+// an event's notifications are created with its applied record, in one transaction
+// (createNotices).
 func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyNotifications"
 	var notices []notice
