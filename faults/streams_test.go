@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -472,12 +471,12 @@ func (w *streamWorld) step() (string, map[string][]string) {
 			b, _ := json.Marshal(body)
 			reply := w.c.must("POST", "/v1/posts", w.tok[u], string(b), "", 201)
 			id := reply.body["id"].(string)
-			w.m.CreatePost(id, u, text, followers, reply.body["created_at"].(string))
+			p := w.m.CreatePost(id, u, text, followers, reply.body["created_at"].(string))
 			for _, r := range w.inFeed(id) {
 				add(r, "post "+id)
 			}
 			add(u, "streak")
-			if strings.Contains(text, "@") {
+			if w.m.ToldOfMention(v, p) { // not if u blocked v, nor (a followers post) if v does not follow u
 				notify(v, "mention", u, id)
 			}
 			return "post " + id + " by " + u, want

@@ -189,6 +189,12 @@ func (m *Model) seesWhenWritten(u string, p *Post) bool {
 	return !p.Followers || u == p.Author || m.Follows[Pair{u, p.Author}]
 }
 
+// ToldOfMention reports whether u is told of a mention by post p, which was just written: p
+// mentions u (the author has not blocked them) and u can see it.
+func (m *Model) ToldOfMention(u string, p *Post) bool {
+	return u != p.Author && slices.Contains(p.Mentions, u) && m.seesWhenWritten(u, p)
+}
+
 // Edit records a new text of post id: its mentions are the new text's, and users it did not mention
 // before are notified.
 func (m *Model) Edit(id, text string) {
