@@ -32,8 +32,9 @@ type PostPayload struct {
 	AuthorID   string       `json:"author_id"`
 	Visibility string       `json:"visibility"`
 	CreatedAt  rookery.Time `json:"created_at"`
-	// NewMentions (PostEdited only) are the users the edit mentions for the first time who can
-	// see the post: they are notified.
+	// NewMentions (PostEdited only) are the users the edit tells of the post: those it mentions
+	// for the first time who can see it, and, when it makes a followers post public, those the
+	// post mentioned before but could not tell (its item's "untold"). They are notified.
 	NewMentions []string `json:"new_mentions,omitempty"`
 	// Notify (PostCreated only) are the users the post mentions who can see it, as they were
 	// when it was written: they are notified (whatever an edit changes before that). Nil in the
@@ -324,6 +325,9 @@ func (a *App) CreatePost(ctx context.Context, in PostInput) (p rookery.Post, cre
 		"tags": nonNil(tags), "given_tags": nonNil(givenTags(in.Tags)), "mentions": nonNil(mentions), "media": media, "visibility": in.Visibility,
 		"created_at": now.UnixMilli(), gsi1.PK: postsByAuthorPK(author), gsi1.SK: postIndexSK(id, now),
 		"rev": int64(1), // every write of the item adds one (postCache)
+	}
+	if len(unseen) > 0 {
+		item["untold"] = unseen // told if the post is made public (EditPost)
 	}
 	// An id this process made is new (a ULID): no item is at its key, so the put needs no
 	// condition and no read of the key first. A client's id may be taken (a retry, another post),
@@ -818,8 +822,33 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	now := a.clock.Now().UTC().Truncate(time.Millisecond)
 	created := time.UnixMilli(old.Int("created_at"))
 	author := old.String("author_id")
+	// The edit tells the users it mentions for the first time who can see the post and, when it
+	// makes the post public, those the post mentioned before but could not tell. The others it
+	// mentions and cannot tell are kept as the post's untold.
+	var newMentions, tell, untold []string
+	for _, m := range mentions {
+		if !slices.Contains(old.Strings("mentions"), m) {
+			newMentions = append(newMentions, m)
+		}
+	}
+	unseen, err := a.unseenBy(ctx, author, visibility, newMentions)
+	if err != nil {
+		return rookery.Post{}, err
+	}
+	for _, m := range mentions {
+		switch {
+		case slices.Contains(unseen, m):
+			untold = append(untold, m)
+		case slices.Contains(newMentions, m):
+			tell = append(tell, m)
+		case slices.Contains(old.Strings("untold"), m) && visibility == rookery.Public:
+			tell = append(tell, m)
+		case slices.Contains(old.Strings("untold"), m):
+			untold = append(untold, m)
+		}
+	}
 	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
-		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "visibility": visibility, "edited_at": now.UnixMilli(),
+		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "untold": nonNil(untold), "visibility": visibility, "edited_at": now.UnixMilli(),
 	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK))}
 	for _, t := range old.Strings("tags") {
 		if !slices.Contains(tags, t) {
@@ -831,18 +860,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 			writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, created)))
 		}
 	}
-	var newMentions []string
-	for _, m := range mentions {
-		if !slices.Contains(old.Strings("mentions"), m) {
-			newMentions = append(newMentions, m)
-		}
-	}
-	unseen, err := a.unseenBy(ctx, author, visibility, newMentions)
-	if err != nil {
-		return rookery.Post{}, err
-	}
-	newMentions = slices.DeleteFunc(newMentions, func(m string) bool { return slices.Contains(unseen, m) })
-	ev, err := a.event(ctx, PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: newMentions}, now)
+	ev, err := a.event(ctx, PostEdited, "post:"+id, PostPayload{PostID: id, AuthorID: author, Visibility: visibility, CreatedAt: rookery.Time{Time: created}, NewMentions: tell}, now)
 	if err != nil {
 		return rookery.Post{}, rookery.E(op, rookery.Internal, err)
 	}

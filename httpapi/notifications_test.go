@@ -133,6 +133,51 @@ func TestMentionsInFollowersPosts(t *testing.T) {
 	})
 }
 
+// TestMentionsToldWhenMadePublic: a followers post that is made public tells the users it named
+// but could not tell (non-followers when it was written, or edited to name them), once; an edit that
+// keeps it for followers tells them nothing, though they follow its author since.
+func TestMentionsToldWhenMadePublic(t *testing.T) {
+	f, _ := newFixture(t)
+	toks := f.users(t, "pia", "quin", "rae", "sol", "tess", "uma")
+	for _, u := range []string{"rae", "tess", "uma"} {
+		f.want(f.do("PUT", "/v1/users/"+u+"/following/pia", toks[u], ""), 200, "")
+	}
+	id := f.do("POST", "/v1/posts", toks["pia"], `{"text":"for followers @quin @rae","visibility":"followers"}`).body["id"].(string)
+	edit := func(body string) { f.want(f.do("PATCH", "/v1/posts/"+id, toks["pia"], body), 200, "") }
+	edit(`{"text":"for followers @quin @rae @sol"}`)
+	f.want(f.do("PUT", "/v1/users/sol/following/pia", toks["sol"], ""), 200, "")
+	edit(`{"text":"for followers @quin @rae @sol @tess"}`)
+	// mentions returns how many mention notifications of the post each user has, once the last
+	// user has one: one post's events are handled in order, so the edits before are handled too.
+	mentions := func(users ...string) map[string]int {
+		var n map[string]int
+		eventuallyHTTP(t, users[len(users)-1]+" told", func() error {
+			n = map[string]int{}
+			for _, u := range users {
+				for _, it := range f.do("GET", "/v1/notifications", toks[u], "").body["items"].([]any) {
+					if it := it.(map[string]any); it["type"] == "mention" && it["post_id"] == id {
+						n[u]++
+					}
+				}
+			}
+			if n[users[len(users)-1]] == 0 {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		return n
+	}
+	if n := mentions("quin", "rae", "sol", "tess"); fmt.Sprint(n) != "map[rae:1 tess:1]" {
+		t.Fatalf("told of the followers post: %v; want rae and tess, once", n)
+	}
+	edit(`{"visibility":"public"}`)
+	edit(`{"visibility":"followers"}`)
+	edit(`{"visibility":"public","text":"for all @quin @rae @sol @tess @uma"}`)
+	if n := mentions("quin", "rae", "sol", "tess", "uma"); fmt.Sprint(n) != "map[quin:1 rae:1 sol:1 tess:1 uma:1]" {
+		t.Fatalf("told of the post made public: %v; want everyone once", n)
+	}
+}
+
 // TestUndoneFollowsLeaveNoNotification: a follow undone before its notification is read (by an
 // unfollow, or by the block that ends it) takes the notification with it, as an unlike does; one
 // read before stays.
