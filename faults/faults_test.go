@@ -526,13 +526,15 @@ func (w *workload) step() {
 	case "edit":
 		if p := w.livePost(a); p != nil {
 			text := fmt.Sprintf("%s, edited %d", strings.SplitN(p.Text, ",", 2)[0], w.n)
+			followers := p.Followers != (w.rng.IntN(3) == 0) // a third of the edits turn it public or followers
+			body := jsonBody(map[string]string{"text": text, "visibility": map[bool]string{true: "followers", false: "public"}[followers]})
 			if !w.m.CanWrite(a, text) { // someone it mentions has blocked a since
-				w.c.must("PATCH", "/v1/posts/"+p.ID, tok, jsonBody(map[string]string{"text": text}), "", 403)
+				w.c.must("PATCH", "/v1/posts/"+p.ID, tok, body, "", 403)
 				return
 			}
-			w.c.must("PATCH", "/v1/posts/"+p.ID, tok, jsonBody(map[string]string{"text": text}), "", 200)
-			w.m.Edit(p.ID, text)
-			w.note(a, "", "%s edits %s to %q", a, p.ID, text)
+			w.c.must("PATCH", "/v1/posts/"+p.ID, tok, body, "", 200)
+			w.m.Edit(p.ID, text, followers)
+			w.note(a, "", "%s edits %s to %q (followers %v)", a, p.ID, text, followers)
 		}
 	case "delete":
 		if p := w.livePost(a); p != nil {

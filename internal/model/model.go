@@ -26,6 +26,7 @@ type Post struct {
 	Followers        bool   // visibility "followers" (else "public")
 	CreatedAt        string // as the API wrote it (RFC 3339 UTC with ms): sorts as time
 	Mentions         []string
+	Untold           []string // mentioned users the post could not tell (a followers post's non-followers)
 	Deleted          bool
 	Likes            map[string]bool
 	Comments         []string // comment ids, oldest first
@@ -178,6 +179,8 @@ func (m *Model) CreatePost(id, author, text string, followers bool, createdAt st
 	for _, u := range p.Mentions {
 		if m.seesWhenWritten(u, p) {
 			m.notify(u, "mention", author, id, "")
+		} else {
+			p.Untold = append(p.Untold, u)
 		}
 	}
 	return p
@@ -195,17 +198,25 @@ func (m *Model) ToldOfMention(u string, p *Post) bool {
 	return u != p.Author && slices.Contains(p.Mentions, u) && m.seesWhenWritten(u, p)
 }
 
-// Edit records a new text of post id: its mentions are the new text's, and users it did not mention
-// before are notified.
-func (m *Model) Edit(id, text string) {
+// Edit records a new text and visibility of post id: its mentions are the new text's. Users it did
+// not mention before are notified if they can see it; so are, when it becomes public, those it
+// mentioned before but could not tell.
+func (m *Model) Edit(id, text string, followers bool) {
 	p := m.byID[id]
 	mentions := m.mentionsOf(p.Author, text)
+	p.Followers = followers
+	var untold []string
 	for _, u := range mentions {
-		if !slices.Contains(p.Mentions, u) && m.seesWhenWritten(u, p) {
+		switch {
+		case !slices.Contains(p.Mentions, u) && !m.seesWhenWritten(u, p):
+			untold = append(untold, u)
+		case !slices.Contains(p.Mentions, u) || slices.Contains(p.Untold, u) && !followers:
 			m.notify(u, "mention", p.Author, id, "")
+		case slices.Contains(p.Untold, u):
+			untold = append(untold, u)
 		}
 	}
-	p.Mentions, p.Text = mentions, text
+	p.Mentions, p.Text, p.Untold = mentions, text, untold
 }
 
 // Delete records that post id was deleted.
