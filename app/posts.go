@@ -825,9 +825,10 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	// The edit tells the users it mentions for the first time who can see the post and, when it
 	// makes the post public, those the post mentioned before but could not tell. The others it
 	// mentions and cannot tell are kept as the post's untold.
+	oldMentions, oldUntold := old.Strings("mentions"), old.Strings("untold")
 	var newMentions, tell, untold []string
 	for _, m := range mentions {
-		if !slices.Contains(old.Strings("mentions"), m) {
+		if !slices.Contains(oldMentions, m) {
 			newMentions = append(newMentions, m)
 		}
 	}
@@ -839,24 +840,23 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 		switch {
 		case slices.Contains(unseen, m):
 			untold = append(untold, m)
-		case slices.Contains(newMentions, m):
+		case slices.Contains(newMentions, m), slices.Contains(oldUntold, m) && visibility == rookery.Public:
 			tell = append(tell, m)
-		case slices.Contains(old.Strings("untold"), m) && visibility == rookery.Public:
-			tell = append(tell, m)
-		case slices.Contains(old.Strings("untold"), m):
+		case slices.Contains(oldUntold, m):
 			untold = append(untold, m)
 		}
 	}
 	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
 		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "untold": nonNil(untold), "visibility": visibility, "edited_at": now.UnixMilli(),
 	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK))}
-	for _, t := range old.Strings("tags") {
+	oldTags := old.Strings("tags")
+	for _, t := range oldTags {
 		if !slices.Contains(tags, t) {
 			writes = append(writes, table.ImmutableDeleteWrite(tagItem(id, t, author, created)))
 		}
 	}
 	for _, t := range tags {
-		if !slices.Contains(old.Strings("tags"), t) {
+		if !slices.Contains(oldTags, t) {
 			writes = append(writes, table.ImmutablePutWrite(tagItem(id, t, author, created)))
 		}
 	}
