@@ -35,9 +35,9 @@ const WebhookDelivery = "WebhookDelivery"
 
 // Webhook event types.
 var WebhookTypes = []string{
-	"post.created", "post.deleted", "follow.created", "follow.deleted", "like.created",
-	"comment.created", "notification.created", "streak.changed", "user.created", "user.updated",
-	"user.deleted",
+	"post.created", "post.updated", "post.deleted", "follow.created", "follow.deleted", "like.created",
+	"like.deleted", "comment.created", "comment.deleted", "notification.created", "streak.changed",
+	"user.created", "user.updated", "user.deleted",
 }
 
 // webhookTest is the type of the message POST /v1/webhooks/{id}/test sends.
@@ -527,10 +527,14 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		return "", nil, rookery.E(op, rookery.Invalid, "malformed event", err)
 	}
 	switch ev.Type {
-	case PostCreated:
+	case PostCreated, PostEdited:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
+		}
+		typ := "post.created"
+		if ev.Type == PostEdited {
+			typ = "post.updated"
 		}
 		author, err := a.authorByID(ctx, p.AuthorID)
 		if err != nil {
@@ -541,7 +545,7 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			// Deleted since (its post.deleted follows): what the event says of it.
 			post := rookery.Post{ID: p.PostID, Author: author, Visibility: p.Visibility, CreatedAt: p.CreatedAt,
 				Tags: []string{}, Mentions: []string{}, Media: []rookery.Media{}}
-			return "post.created", map[string]any{"post": post, "deleted": true}, nil
+			return typ, map[string]any{"post": post, "deleted": true}, nil
 		} else if err != nil {
 			return "", nil, err
 		}
@@ -551,7 +555,7 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			return "", nil, err
 		}
 		post.Mentions = mentionsLeft(post.Mentions, gone)
-		return "post.created", map[string]any{"post": post}, nil
+		return typ, map[string]any{"post": post}, nil
 	case PostDeleted:
 		var p PostPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -574,10 +578,19 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 			return bad(err)
 		}
 		return "like.created", map[string]any{"post_id": p.PostID, "post_author_id": p.AuthorID, "user_id": p.UserID, "liked_at": p.At}, nil
-	case CommentCreated:
+	case LikeDeleted:
+		var p LikePayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return bad(err)
+		}
+		return "like.deleted", map[string]any{"post_id": p.PostID, "post_author_id": p.AuthorID, "user_id": p.UserID, "unliked_at": p.At}, nil
+	case CommentCreated, CommentDeleted:
 		var p CommentPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return bad(err)
+		}
+		if ev.Type == CommentDeleted {
+			return "comment.deleted", p, nil
 		}
 		return "comment.created", p, nil
 	case ActivityRecorded:

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -55,8 +56,8 @@ func TestWebhooks(t *testing.T) {
 		"ROOKERY_WEBHOOKS_RETRIES=200ms,400ms,800ms,1600ms")
 	c := newClient(t, d.apis, &faultClock{})
 	app := token(t, "app", true)
-	types := []string{"post.created", "post.deleted", "follow.created", "follow.deleted", "like.created",
-		"comment.created", "notification.created", "streak.changed", "user.created", "user.updated"}
+	types := []string{"post.created", "post.updated", "post.deleted", "follow.created", "follow.deleted", "like.created",
+		"like.deleted", "comment.created", "comment.deleted", "notification.created", "streak.changed", "user.created", "user.updated"}
 	for _, r := range []*hookReceiver{good, dead} {
 		b, _ := json.Marshal(map[string]any{"url": r.srv.URL + "/hook", "events": types})
 		reply := c.must("POST", "/v1/webhooks", app, string(b), "", 201)
@@ -80,6 +81,11 @@ func TestWebhooks(t *testing.T) {
 		keep       bool // never deleted
 	}
 	var posts []*post
+	type comment struct {
+		post       *post
+		id, author string
+	}
+	var comments []comment
 	// live returns a random post not deleted, or nil.
 	live := func() *post {
 		if len(posts) == 0 {
@@ -127,7 +133,13 @@ func TestWebhooks(t *testing.T) {
 			}
 		case r < 7:
 			p := live()
-			if p == nil || p.likes[u] {
+			if p == nil {
+				continue
+			}
+			if p.likes[u] {
+				c.must("DELETE", "/v1/posts/"+p.id+"/likes/"+u, tok[u], "", "", 204)
+				delete(p.likes, u)
+				want = append(want, "like.deleted "+p.id+" "+u)
 				continue
 			}
 			c.must("PUT", "/v1/posts/"+p.id+"/likes/"+u, tok[u], "", "", 200)
@@ -141,11 +153,29 @@ func TestWebhooks(t *testing.T) {
 			if p == nil {
 				continue
 			}
+			// Half the time, u deletes the oldest comment they may (theirs, or on their post) on a
+			// post not deleted, if any.
+			if i := slices.IndexFunc(comments, func(c comment) bool { return (c.author == u || c.post.author == u) && c.post.id != "" }); i >= 0 && rng.IntN(2) == 0 {
+				cm := comments[i]
+				c.must("DELETE", "/v1/posts/"+cm.post.id+"/comments/"+cm.id, tok[u], "", "", 204)
+				comments = slices.Delete(comments, i, i+1)
+				want = append(want, "comment.deleted "+cm.id)
+				continue
+			}
 			reply := c.must("POST", "/v1/posts/"+p.id+"/comments", tok[u], `{"text":"c"}`, "", 201)
+			comments = append(comments, comment{post: p, id: reply.body["id"].(string), author: u})
 			want = append(want, "comment.created "+reply.body["id"].(string), "streak.changed "+u)
 			if p.author != u {
 				want = append(want, "notification.created comment "+p.author)
 			}
+		case r < 9 && rng.IntN(2) == 0:
+			i := slices.IndexFunc(posts, func(p *post) bool { return p.id != "" && p.author == u })
+			if i < 0 {
+				continue
+			}
+			p := posts[i]
+			c.must("PATCH", "/v1/posts/"+p.id, tok[u], `{"text":"edited `+fmt.Sprint(step)+`"}`, "", 200)
+			want = append(want, "post.updated "+p.id)
 		case r < 9:
 			p := live()
 			if p == nil || p.keep {
@@ -172,7 +202,11 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("the receiver got (de-duplicated by webhook-id):\n%v\nthe workload implies:\n%v", diffKeys(got, want), diffKeys(want, got))
 	}
 	good.mu.Lock()
-	t.Logf("%d messages; %d requests (500s, timeouts and redeliveries included); %d bad signatures", len(want), good.requests, len(good.bad))
+	kinds := map[string]int{}
+	for _, k := range want {
+		kinds[strings.Fields(k)[0]]++
+	}
+	t.Logf("%d messages (%v); %d requests (500s, timeouts and redeliveries included); %d bad signatures", len(want), kinds, good.requests, len(good.bad))
 	if len(good.bad) > 0 {
 		t.Errorf("deliveries whose signature did not verify: %v", good.bad)
 	}
@@ -312,15 +346,15 @@ func messageKey(body []byte) string {
 		return "malformed " + string(body)
 	}
 	switch m.Type {
-	case "post.created":
+	case "post.created", "post.updated":
 		return m.Type + " " + m.Data.Post.ID
 	case "post.deleted":
 		return m.Type + " " + m.Data.PostID
 	case "follow.created", "follow.deleted":
 		return m.Type + " " + m.Data.FollowerID + ">" + m.Data.FolloweeID
-	case "like.created":
+	case "like.created", "like.deleted":
 		return m.Type + " " + m.Data.PostID + " " + m.Data.UserID
-	case "comment.created":
+	case "comment.created", "comment.deleted":
 		return m.Type + " " + m.Data.CommentID
 	case "notification.created":
 		return m.Type + " " + m.Data.Notification.Type + " " + m.Data.UserID

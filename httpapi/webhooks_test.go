@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,8 +188,8 @@ func TestWebhookDeliveries(t *testing.T) {
 	all := newReceiver(t)
 	some := newReceiver(t)
 	off := newReceiver(t)
-	f.registerWebhook(all, "post.created", "post.deleted", "follow.created", "follow.deleted", "like.created",
-		"comment.created", "notification.created", "streak.changed", "user.created", "user.updated")
+	f.registerWebhook(all, "post.created", "post.updated", "post.deleted", "follow.created", "follow.deleted", "like.created",
+		"like.deleted", "comment.created", "comment.deleted", "notification.created", "streak.changed", "user.created", "user.updated")
 	f.registerWebhook(some, "post.created")
 	offID := f.registerWebhook(off, "post.created")
 	f.want(f.do("PATCH", "/v1/webhooks/"+offID, token(t, "app", true), `{"enabled":false}`), 200, "")
@@ -200,11 +202,14 @@ func TestWebhookDeliveries(t *testing.T) {
 	post := f.do("POST", "/v1/posts", alice, `{"text":"hello @bob_user"}`).body["id"].(string)
 	f.drain() // a post deleted before its mention is handled notifies nobody
 	f.want(f.do("PUT", "/v1/posts/"+post+"/likes/bob", bob, ""), 200, "")
-	f.want(f.do("POST", "/v1/posts/"+post+"/comments", bob, `{"text":"hi"}`), 201, "")
+	f.want(f.do("PATCH", "/v1/posts/"+post, alice, `{"text":"hello again"}`), 200, "")
+	f.want(f.do("DELETE", "/v1/posts/"+post+"/likes/bob", bob, ""), 204, "")
+	comment := f.do("POST", "/v1/posts/"+post+"/comments", bob, `{"text":"hi"}`).body["id"].(string)
+	f.want(f.do("DELETE", "/v1/posts/"+post+"/comments/"+comment, alice, ""), 204, "")
 	f.want(f.do("DELETE", "/v1/users/bob/following/alice", bob, ""), 204, "")
 	f.want(f.do("DELETE", "/v1/posts/"+post, alice, ""), 204, "")
 	want := map[string]int{"user.created": 2, "user.updated": 1, "follow.created": 1, "follow.deleted": 1, "post.created": 1,
-		"like.created": 1, "comment.created": 1, "post.deleted": 1,
+		"post.updated": 1, "like.created": 1, "like.deleted": 1, "comment.created": 1, "comment.deleted": 1, "post.deleted": 1,
 		// follow, mention, like, comment; a post, a like and a comment are activities
 		"notification.created": 4, "streak.changed": 3}
 	all.waitFor("every type", func(got map[string][]delivery) bool {
@@ -224,8 +229,8 @@ func TestWebhookDeliveries(t *testing.T) {
 		}
 	}
 	all.mu.Lock()
-	if len(all.bad) > 0 || len(all.got) != 16 {
-		t.Errorf("%d requests (want 16, each once), %d failed their signature check: %v", len(all.got), len(all.bad), all.bad)
+	if len(all.bad) > 0 || len(all.got) != 19 {
+		t.Errorf("%d requests (want 19, each once), %d failed their signature check: %v", len(all.got), len(all.bad), all.bad)
 	}
 	all.mu.Unlock()
 	var created struct {
@@ -235,6 +240,25 @@ func TestWebhookDeliveries(t *testing.T) {
 	json.Unmarshal(got["post.created"][0].body, &created)
 	if created.Data.Post.ID != post || created.Data.Post.Text != "hello @bob_user" || created.Timestamp == "" {
 		t.Errorf("post.created body %s", got["post.created"][0].body)
+	}
+	var updated struct {
+		Data struct {
+			Post struct {
+				ID, Text string
+				EditedAt *string `json:"edited_at"`
+			}
+		}
+	}
+	json.Unmarshal(got["post.updated"][0].body, &updated)
+	if updated.Data.Post.ID != post || updated.Data.Post.Text != "hello again" || updated.Data.Post.EditedAt == nil {
+		t.Errorf("post.updated body %s", got["post.updated"][0].body)
+	}
+	for typ, fields := range map[string]string{"like.deleted": "post_author_id post_id unliked_at user_id", "comment.deleted": "at author_id comment_id post_author_id post_id"} {
+		var m struct{ Data map[string]any }
+		json.Unmarshal(got[typ][0].body, &m)
+		if keys := slices.Sorted(maps.Keys(m.Data)); strings.Join(keys, " ") != fields || m.Data["post_id"] != post {
+			t.Errorf("%s body %s; want the fields %s", typ, got[typ][0].body, fields)
+		}
 	}
 	some.waitFor("post.created", func(got map[string][]delivery) bool { return len(got["post.created"]) == 1 })
 	if len(some.accepted()) != 1 {

@@ -216,12 +216,15 @@ func (e ProblemCode) Valid() bool {
 // Defines values for WebhookEvents.
 const (
 	WebhookEventsCommentCreated      WebhookEvents = "comment.created"
+	WebhookEventsCommentDeleted      WebhookEvents = "comment.deleted"
 	WebhookEventsFollowCreated       WebhookEvents = "follow.created"
 	WebhookEventsFollowDeleted       WebhookEvents = "follow.deleted"
 	WebhookEventsLikeCreated         WebhookEvents = "like.created"
+	WebhookEventsLikeDeleted         WebhookEvents = "like.deleted"
 	WebhookEventsNotificationCreated WebhookEvents = "notification.created"
 	WebhookEventsPostCreated         WebhookEvents = "post.created"
 	WebhookEventsPostDeleted         WebhookEvents = "post.deleted"
+	WebhookEventsPostUpdated         WebhookEvents = "post.updated"
 	WebhookEventsStreakChanged       WebhookEvents = "streak.changed"
 	WebhookEventsUserCreated         WebhookEvents = "user.created"
 	WebhookEventsUserDeleted         WebhookEvents = "user.deleted"
@@ -233,17 +236,23 @@ func (e WebhookEvents) Valid() bool {
 	switch e {
 	case WebhookEventsCommentCreated:
 		return true
+	case WebhookEventsCommentDeleted:
+		return true
 	case WebhookEventsFollowCreated:
 		return true
 	case WebhookEventsFollowDeleted:
 		return true
 	case WebhookEventsLikeCreated:
 		return true
+	case WebhookEventsLikeDeleted:
+		return true
 	case WebhookEventsNotificationCreated:
 		return true
 	case WebhookEventsPostCreated:
 		return true
 	case WebhookEventsPostDeleted:
+		return true
+	case WebhookEventsPostUpdated:
 		return true
 	case WebhookEventsStreakChanged:
 		return true
@@ -261,12 +270,15 @@ func (e WebhookEvents) Valid() bool {
 // Defines values for WebhookInputEvents.
 const (
 	WebhookInputEventsCommentCreated      WebhookInputEvents = "comment.created"
+	WebhookInputEventsCommentDeleted      WebhookInputEvents = "comment.deleted"
 	WebhookInputEventsFollowCreated       WebhookInputEvents = "follow.created"
 	WebhookInputEventsFollowDeleted       WebhookInputEvents = "follow.deleted"
 	WebhookInputEventsLikeCreated         WebhookInputEvents = "like.created"
+	WebhookInputEventsLikeDeleted         WebhookInputEvents = "like.deleted"
 	WebhookInputEventsNotificationCreated WebhookInputEvents = "notification.created"
 	WebhookInputEventsPostCreated         WebhookInputEvents = "post.created"
 	WebhookInputEventsPostDeleted         WebhookInputEvents = "post.deleted"
+	WebhookInputEventsPostUpdated         WebhookInputEvents = "post.updated"
 	WebhookInputEventsStreakChanged       WebhookInputEvents = "streak.changed"
 	WebhookInputEventsUserCreated         WebhookInputEvents = "user.created"
 	WebhookInputEventsUserDeleted         WebhookInputEvents = "user.deleted"
@@ -278,17 +290,23 @@ func (e WebhookInputEvents) Valid() bool {
 	switch e {
 	case WebhookInputEventsCommentCreated:
 		return true
+	case WebhookInputEventsCommentDeleted:
+		return true
 	case WebhookInputEventsFollowCreated:
 		return true
 	case WebhookInputEventsFollowDeleted:
 		return true
 	case WebhookInputEventsLikeCreated:
 		return true
+	case WebhookInputEventsLikeDeleted:
+		return true
 	case WebhookInputEventsNotificationCreated:
 		return true
 	case WebhookInputEventsPostCreated:
 		return true
 	case WebhookInputEventsPostDeleted:
+		return true
+	case WebhookInputEventsPostUpdated:
 		return true
 	case WebhookInputEventsStreakChanged:
 		return true
@@ -306,12 +324,15 @@ func (e WebhookInputEvents) Valid() bool {
 // Defines values for WebhookMessageType.
 const (
 	WebhookMessageTypeCommentCreated      WebhookMessageType = "comment.created"
+	WebhookMessageTypeCommentDeleted      WebhookMessageType = "comment.deleted"
 	WebhookMessageTypeFollowCreated       WebhookMessageType = "follow.created"
 	WebhookMessageTypeFollowDeleted       WebhookMessageType = "follow.deleted"
 	WebhookMessageTypeLikeCreated         WebhookMessageType = "like.created"
+	WebhookMessageTypeLikeDeleted         WebhookMessageType = "like.deleted"
 	WebhookMessageTypeNotificationCreated WebhookMessageType = "notification.created"
 	WebhookMessageTypePostCreated         WebhookMessageType = "post.created"
 	WebhookMessageTypePostDeleted         WebhookMessageType = "post.deleted"
+	WebhookMessageTypePostUpdated         WebhookMessageType = "post.updated"
 	WebhookMessageTypeStreakChanged       WebhookMessageType = "streak.changed"
 	WebhookMessageTypeUserCreated         WebhookMessageType = "user.created"
 	WebhookMessageTypeUserDeleted         WebhookMessageType = "user.deleted"
@@ -324,17 +345,23 @@ func (e WebhookMessageType) Valid() bool {
 	switch e {
 	case WebhookMessageTypeCommentCreated:
 		return true
+	case WebhookMessageTypeCommentDeleted:
+		return true
 	case WebhookMessageTypeFollowCreated:
 		return true
 	case WebhookMessageTypeFollowDeleted:
 		return true
 	case WebhookMessageTypeLikeCreated:
 		return true
+	case WebhookMessageTypeLikeDeleted:
+		return true
 	case WebhookMessageTypeNotificationCreated:
 		return true
 	case WebhookMessageTypePostCreated:
 		return true
 	case WebhookMessageTypePostDeleted:
+		return true
+	case WebhookMessageTypePostUpdated:
 		return true
 	case WebhookMessageTypeStreakChanged:
 		return true

@@ -991,7 +991,7 @@ export interface components {
             id: string;
             /** @description https, at a public address, unless the server allows otherwise (--webhooks-allow-http, --webhooks-allow-private) */
             url: string;
-            events: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
+            events: ("post.created" | "post.updated" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "like.deleted" | "comment.created" | "comment.deleted" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
             description: string;
             enabled: boolean;
             /** @description whsec_<base64>: the signing secret; only in the replies of POST /v1/webhooks and of a rotation */
@@ -1002,7 +1002,7 @@ export interface components {
         /** @description POST needs url and events; PATCH takes any of the fields */
         WebhookInput: {
             url?: string;
-            events?: ("post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
+            events?: ("post.created" | "post.updated" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "like.deleted" | "comment.created" | "comment.deleted" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted")[];
             description?: string;
             /** @description default true */
             enabled?: boolean;
@@ -1010,7 +1010,7 @@ export interface components {
         /** @description the body of every delivery (Standard Webhooks): POSTed with the headers webhook-id (the same on every retry: de-duplicate by it), webhook-timestamp (Unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of '<id>.<timestamp>.<body>'> per secret, space-separated) */
         WebhookMessage: {
             /** @enum {string} */
-            type: "post.created" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "comment.created" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted" | "webhook.test";
+            type: "post.created" | "post.updated" | "post.deleted" | "follow.created" | "follow.deleted" | "like.created" | "like.deleted" | "comment.created" | "comment.deleted" | "notification.created" | "streak.changed" | "user.created" | "user.updated" | "user.deleted" | "webhook.test";
             /** Format: date-time */
             timestamp: string;
             /** @description docs/api.md, Webhooks, lists each type's data */
