@@ -311,7 +311,7 @@ var GroupTypes = map[string][]string{
 	LeaderboardsGroup:    {PostCreated, PostDeleted, LikeCreated, LikeDeleted},
 	WebhooksGroup:        nil, // webhookMessage maps most types
 	ErasureGroup:         {UserDeleted, FollowCreated, LikeCreated, CommentCreated, PostCreated, NotificationsCreated, NotificationCreated, BlockCreated, MuteCreated, ActivityRecorded},
-	LiveGroup:            {PostCreated, PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted, ActivityRecorded},
+	LiveGroup:            {PostCreated, PostEdited, PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted, ActivityRecorded},
 	FanoutGroup:          {PostCreated},
 	TimelineCleanupGroup: {PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted},
 }

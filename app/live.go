@@ -45,6 +45,7 @@ import (
 const (
 	StreamFeedPost     = "feed.post"
 	StreamFeedRemove   = "feed.remove"
+	StreamFeedUpdate   = "feed.update"
 	StreamNotification = "notification"
 	StreamStreak       = "streak"
 	// StreamReset tells a client that the events after its last id are no longer kept: refetch.
@@ -664,6 +665,40 @@ func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.E
 	return a.appendBatch(ctx, shownSource(entry.AuthorID, entry.PostID), StreamFeedPost, appends)
 }
 
+// streamEdit appends a feed.update event of an edited post (event src) to the logs of the present
+// users among readers whose feed it is in now, as each may see it now. The event may come before
+// the post's feed.post (fan-out is another group), which then shows the edit already; a client
+// that does not show the post passes it over.
+func (a *App) streamEdit(ctx context.Context, src string, readers []string, entry timeline.Entry) error {
+	present, err := a.presentUsers(ctx, readers)
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	// The post is read back, and its copy set: the event may be handled before the edit's writer
+	// set the copy after its commit (copies), and the views read the copy.
+	it, err := a.table.Get(ctx, postKey(entry.PostID))
+	if rookery.IsKind(err, rookery.NotFound) {
+		return nil // deleted since: its feed.remove follows
+	} else if err != nil {
+		return err
+	}
+	a.posts.fill(ctx, it)
+	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, nil, true)
+	if err != nil {
+		return err
+	}
+	var appends []streamAppend
+	body := rookery.NewPostBodies(1) // the post's body is every reader's: encoded once
+	for _, reader := range present {
+		if p, ok := views[reader].inFeed(entry); ok {
+			post := body.AppendJSON(nil, p)
+			data := append(append(make([]byte, 0, len(post)+10), `{"post":`...), post...)
+			appends = append(appends, streamAppend{user: reader, data: append(data, '}')})
+		}
+	}
+	return a.appendBatch(ctx, src, StreamFeedUpdate, appends)
+}
+
 // shownSource is the source of the feed.post events of an author's post: the post, so that it is
 // appended once however many ways it comes in. A feed.post's source starts with "S#", which no
 // event id does; shownPrefix(author) starts every one of the author's posts.
@@ -690,8 +725,8 @@ func (a *App) forgetShown(ctx context.Context, reader, author string) error {
 // ApplyLive is the live consumer's handler: it appends the feed and streak events of an event to
 // the stream logs of the present users it concerns. A post enters the feeds of its author and
 // every follower (celebrities' too: the read path merges theirs): fan-out appends those, as it
-// reads the followers anyway, and this handler only where there is no fan-out. A deleted post
-// leaves them; an unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
+// reads the followers anyway, and this handler only where there is no fan-out. An edited post is
+// sent again to the feeds it is in (feed.update); a deleted post leaves them; an unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
 // an unmute brings the author's recent posts in (as the timelines merge them). Notifications are
 // appended by the notifications consumer, which alone knows which it created.
 func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
@@ -713,6 +748,13 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error {
 			return a.appendStream(ctx, users, ev.ID, StreamFeedRemove, remove)
 		})
+	case PostEdited:
+		var p PostPayload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+			return rookery.E(op, rookery.Invalid, "malformed post event", err)
+		}
+		entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
+		return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error { return a.streamEdit(ctx, ev.ID, users, entry) })
 	case FollowDeleted:
 		var p FollowPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {

@@ -203,6 +203,47 @@ func TestStreamDeliversWhatTheFeedShows(t *testing.T) {
 	}
 }
 
+// An edited post comes again as a feed.update to the streams whose feed it is in, as each reader
+// sees it (liked_by_me is theirs); a muted author's edit reaches nobody who muted them.
+func TestStreamPostEdits(t *testing.T) {
+	f, _ := newFixture(t)
+	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+	f.register("alice", "bob", "carol")
+	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 200, "")
+	f.want(f.do("PUT", "/v1/users/alice/following/carol", alice, ""), 200, "")
+	muted := f.do("POST", "/v1/posts", carol, `{"text":"before the mute"}`).body["id"].(string)
+	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+	f.drain()
+	s := f.openStream(alice, "", "")
+	own := f.openStream(bob, "", "")
+
+	p := f.do("POST", "/v1/posts", bob, `{"text":"first"}`).body["id"].(string)
+	if got := postID(t, s.nextOf("feed.post")); got != p {
+		t.Fatalf("feed.post of %s; want %s", got, p)
+	}
+	own.nextOf("feed.post")
+	f.want(f.do("PUT", "/v1/posts/"+p+"/likes/alice", alice, ""), 200, "")
+	f.want(f.do("PATCH", "/v1/posts/"+muted, carol, `{"text":"edited while muted"}`), 200, "")
+	f.drain()
+	f.want(f.do("PATCH", "/v1/posts/"+p, bob, `{"text":"second","visibility":"followers"}`), 200, "")
+	for _, c := range []struct {
+		s     *sseClient
+		liked bool
+	}{{s, true}, {own, false}} {
+		ev := c.s.next()
+		for ev.typ == "streak" || ev.typ == "notification" { // the like's, to bob
+			ev = c.s.next()
+		}
+		if ev.typ != "feed.update" {
+			t.Fatalf("stream event %s %s; want a feed.update (not a muted author's)", ev.typ, ev.data)
+		}
+		post, _ := ev.json(t)["post"].(map[string]any)
+		if post["id"] != p || post["text"] != "second" || post["visibility"] != "followers" || post["edited_at"] == nil || post["liked_by_me"] != c.liked {
+			t.Fatalf("feed.update %s; want post %s edited, liked_by_me %v", ev.data, p, c.liked)
+		}
+	}
+}
+
 // A client that reconnects with Last-Event-ID gets every event it missed, in order, once: it ends
 // with the sequence of a client that never disconnected. Beyond the window it gets a reset.
 func TestStreamResumes(t *testing.T) {

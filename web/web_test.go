@@ -25,8 +25,9 @@ import (
 // TestDemoInABrowser drives the demo client in headless Chromium (Debian's chromium; scripts/test.sh
 // installs it where it is missing): two users in two browser contexts against `rookery serve
 // --demo`. One follows the other, scrolls the feed to its first post, sees a new post arrive without
-// a reload, and likes it; the author's unread badge counts the like. A follow's older posts arrive
-// live where the feed orders them, and an unfollow takes the author's posts off the page. Screenshots
+// a reload, and likes it; the author's unread badge counts the like, and the author's edit of it
+// shows in its place. A follow's older posts arrive live where the feed orders them, and an
+// unfollow takes the author's posts off the page. Screenshots
 // of both pages are kept when it fails.
 func TestDemoInABrowser(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
@@ -180,11 +181,18 @@ func TestDemoInABrowser(t *testing.T) {
 		}
 	}
 
+	// ann edits it: bob's page shows the new text in its place, without a reload.
+	id, err := chromedp.Run(within(t, bob), chromedp.Evaluate[string](`[...document.querySelectorAll("#feed .post")].find((li) => li.querySelector(".text").textContent === "hello live #demo").dataset.post`))
+	must(t, "the new post's id", err)
+	call(t, "PATCH", base+"/v1/posts/"+id, annTok, `{"text":"hello edited #demo"}`)
+	waitFeed(t, bob, "the edit shown", `(() => { const t = [...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent);
+		return t.length === 26 && t[0] === "hello edited #demo"; })()`)
+
 	// bob follows cy: her post, older than all of ann's, arrives live at the feed's end, where the
 	// feed orders it (not on top). Then bob unfollows ann: her posts leave his page without a reload.
 	call(t, "PUT", base+"/v1/users/bob/following/cy", bobTok, "")
 	waitFeed(t, bob, "cy's post at the end", `(() => { const t = [...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent);
-		return t.length === 27 && t[0] === "hello live #demo" && t.at(-1) === "cy before everyone"; })()`)
+		return t.length === 27 && t[0] === "hello edited #demo" && t.at(-1) === "cy before everyone"; })()`)
 	call(t, "DELETE", base+"/v1/users/bob/following/ann", bobTok, "")
 	waitFeed(t, bob, "ann's posts gone", `(() => { const t = [...document.querySelectorAll("#feed .post .text")].map((e) => e.textContent);
 		return t.length === 1 && t[0] === "cy before everyone"; })()`)

@@ -13,8 +13,9 @@ import (
 )
 
 // StreamEvent is one event of the caller's live stream (docs/api.md, "Live streams"): Type is
-// feed.post, feed.remove, notification, streak or reset; Data its JSON (api.FeedPostEvent,
-// api.FeedRemoveEvent, api.NotificationEvent, api.Streak, api.ResetEvent).
+// feed.post, feed.update, feed.remove, notification, streak or reset; Data its JSON
+// (api.FeedPostEvent, api.FeedUpdateEvent, api.FeedRemoveEvent, api.NotificationEvent, api.Streak,
+// api.ResetEvent).
 type StreamEvent struct {
 	ID   string
 	Type string

@@ -759,7 +759,7 @@ var Rookery = class _Rookery {
     }
   }
 };
-var streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"];
+var streamEventTypes = ["feed.post", "feed.update", "feed.remove", "notification", "streak", "reset"];
 async function* sseEvents(body, wait) {
   const decoder = new TextDecoder();
   let buf = "";
@@ -924,6 +924,11 @@ function removeFromFeed({ post_id, author_id }) {
     li.remove();
   }
 }
+function updateInFeed(p) {
+  for (const li of $("feed").querySelectorAll(`[data-post="${CSS.escape(p.id)}"]`)) {
+    li.replaceWith(postItem(p, false));
+  }
+}
 async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
@@ -931,6 +936,8 @@ async function live() {
     for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
         placeInFeed(ev.data.post);
+      } else if (ev.type === "feed.update") {
+        updateInFeed(ev.data.post);
       } else if (ev.type === "feed.remove") {
         removeFromFeed(ev.data);
       } else if (ev.type === "notification") {

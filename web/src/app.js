@@ -130,6 +130,13 @@ function removeFromFeed({ post_id, author_id }) {
   }
 }
 
+// feed.update brings an edited post: shown, it is drawn again in its place.
+function updateInFeed(p) {
+  for (const li of $("feed").querySelectorAll(`[data-post="${CSS.escape(p.id)}"]`)) {
+    li.replaceWith(postItem(p, false));
+  }
+}
+
 async function live() {
   const ctl = new AbortController();
   stopStream = () => ctl.abort();
@@ -138,6 +145,8 @@ async function live() {
     for await (const ev of rk.eventSource({ signal: ctl.signal })) {
       if (ev.type === "feed.post" && !shown.has(ev.data.post.id)) {
         placeInFeed(ev.data.post);
+      } else if (ev.type === "feed.update") {
+        updateInFeed(ev.data.post);
       } else if (ev.type === "feed.remove") {
         removeFromFeed(ev.data);
       } else if (ev.type === "notification") {

@@ -499,6 +499,11 @@ type FeedRemoveEvent struct {
 // FeedRemoveEventReason defines model for FeedRemoveEvent.Reason.
 type FeedRemoveEventReason string
 
+// FeedUpdateEvent data of a feed.update event: a post in the feed was edited; the post as a feed read shows it now
+type FeedUpdateEvent struct {
+	Post Post `json:"post"`
+}
+
 // Follow defines model for Follow.
 type Follow struct {
 	FollowedAt time.Time `json:"followed_at"`
@@ -1187,7 +1192,7 @@ type ClientInterface interface {
 
 	// OpenStream The caller's live stream (Server-Sent Events)
 	//
-	// A text/event-stream of the caller's feed.post, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
+	// A text/event-stream of the caller's feed.post, feed.update, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
 	//
 	// Corresponds with GET /v1/stream (the `OpenStream` operationId).
 	OpenStream(ctx context.Context, params *OpenStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1879,7 +1884,7 @@ func (c *Client) LikePost(ctx context.Context, id string, user string, reqEditor
 
 // OpenStream The caller's live stream (Server-Sent Events)
 //
-// A text/event-stream of the caller's feed.post, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
+// A text/event-stream of the caller's feed.post, feed.update, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
 //
 // Corresponds with GET /v1/stream (the `OpenStream` operationId).
 func (c *Client) OpenStream(ctx context.Context, params *OpenStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5078,7 +5083,7 @@ type ClientWithResponsesInterface interface {
 
 	// OpenStreamWithResponse The caller's live stream (Server-Sent Events)
 	//
-	// A text/event-stream of the caller's feed.post, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
+	// A text/event-stream of the caller's feed.post, feed.update, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11716,7 +11721,7 @@ func (c *ClientWithResponses) LikePostWithResponse(ctx context.Context, id strin
 
 // OpenStreamWithResponse The caller's live stream (Server-Sent Events)
 //
-// A text/event-stream of the caller's feed.post, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
+// A text/event-stream of the caller's feed.post, feed.update, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -57,7 +57,7 @@ export class RookeryError extends Error {
   }
 }
 
-/** One event of the live stream: type is feed.post, feed.remove, notification, streak or reset. */
+/** One event of the live stream: type is feed.post, feed.update, feed.remove, notification, streak or reset. */
 export interface StreamEvent {
   id: string;
   type: string;
@@ -323,7 +323,7 @@ export interface EventSourceLike {
 export type EventSourceConstructor = new (url: string) => EventSourceLike;
 
 /** The types of the stream's events (docs/api.md, Live streams). */
-export const streamEventTypes = ["feed.post", "feed.remove", "notification", "streak", "reset"] as const;
+export const streamEventTypes = ["feed.post", "feed.update", "feed.remove", "notification", "streak", "reset"] as const;
 
 /** The events of a Server-Sent Events body; wait is told when each read begins and ends. */
 async function* sseEvents(body: ReadableStream<Uint8Array>, wait: { start(): void; stop(): void }): AsyncGenerator<{ id: string; type: string; data: string }> {

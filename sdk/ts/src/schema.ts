@@ -554,7 +554,7 @@ export interface paths {
         };
         /**
          * The caller's live stream (Server-Sent Events)
-         * @description A text/event-stream of the caller's feed.post, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
+         * @description A text/event-stream of the caller's feed.post, feed.update, feed.remove, notification and streak events (and reset), each with an id. Reconnect with Last-Event-ID to get every event missed, in order, once, while it is among the caller's last 1,000 events of the last 24 hours; otherwise the first event is a reset. A comment line is sent every 15 s. Authenticate with a bearer token, or with ?ticket= (POST /v1/stream/tickets) where no header can be sent. The stream ends when the token expires. docs/api.md, Live streams, says what each event holds.
          */
         get: operations["openStream"];
         put?: never;
@@ -969,6 +969,10 @@ export interface components {
             post: components["schemas"]["Post"];
             /** @description the feed cursor just after this post: it orders the post among the feed's posts (GET /v1/feed?cursor= lists what is older) */
             position: string;
+        };
+        /** @description data of a feed.update event: a post in the feed was edited; the post as a feed read shows it now */
+        FeedUpdateEvent: {
+            post: components["schemas"]["Post"];
         };
         /** @description data of a feed.remove event: one post left the feed (post_id), or every post of an author did (author_id) */
         FeedRemoveEvent: {
