@@ -131,14 +131,21 @@ func postID(t testing.TB, ev sseEvent) string {
 	return id
 }
 
-// A stream shows what the feed shows, as it happens: posts of the followed and the reader's own,
-// not those of a muted author, removals, notifications with the unread count, and streak changes.
-func TestStreamDeliversWhatTheFeedShows(t *testing.T) {
-	f, _ := newFixture(t)
-	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
+// aliceFollowsBobAndCarol returns a fixture with users alice, bob and carol, alice following the
+// other two, and their tokens.
+func aliceFollowsBobAndCarol(t *testing.T) (f *fixture, alice, bob, carol string) {
+	f, _ = newFixture(t)
+	alice, bob, carol = token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
 	f.register("alice", "bob", "carol")
 	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 200, "")
 	f.want(f.do("PUT", "/v1/users/alice/following/carol", alice, ""), 200, "")
+	return f, alice, bob, carol
+}
+
+// A stream shows what the feed shows, as it happens: posts of the followed and the reader's own,
+// not those of a muted author, removals, notifications with the unread count, and streak changes.
+func TestStreamDeliversWhatTheFeedShows(t *testing.T) {
+	f, alice, bob, carol := aliceFollowsBobAndCarol(t)
 	f.drain()
 	s := f.openStream(alice, "", "")
 
@@ -206,11 +213,7 @@ func TestStreamDeliversWhatTheFeedShows(t *testing.T) {
 // An edited post comes again as a feed.update to the streams whose feed it is in, as each reader
 // sees it (liked_by_me is theirs); a muted author's edit reaches nobody who muted them.
 func TestStreamPostEdits(t *testing.T) {
-	f, _ := newFixture(t)
-	alice, bob, carol := token(t, "alice", false), token(t, "bob", false), token(t, "carol", false)
-	f.register("alice", "bob", "carol")
-	f.want(f.do("PUT", "/v1/users/alice/following/bob", alice, ""), 200, "")
-	f.want(f.do("PUT", "/v1/users/alice/following/carol", alice, ""), 200, "")
+	f, alice, bob, carol := aliceFollowsBobAndCarol(t)
 	muted := f.do("POST", "/v1/posts", carol, `{"text":"before the mute"}`).body["id"].(string)
 	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
 	f.drain()
