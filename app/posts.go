@@ -786,6 +786,22 @@ func (a *App) postForWrite(ctx context.Context, op rookery.Op, id string, server
 // EditPost changes a post's text and tags (author only) and returns it with edited_at set.
 func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post, error) {
 	const op rookery.Op = "app.EditPost"
+	for range editAttempts {
+		p, err := a.editOnce(ctx, op, id, e)
+		if !errors.Is(err, errChanged) {
+			return p, err
+		}
+	}
+	return rookery.Post{}, rookery.E(op, rookery.Unavailable, "the post keeps changing; try again")
+}
+
+// editAttempts bounds the edits of a post that another write changed under them (editOnce).
+const editAttempts = 50
+
+// editOnce is one attempt of EditPost, on the post as it reads it: errChanged if the post changed
+// before the edit committed (another edit, a count, an erasure's unmention), since the edit's
+// writes follow from what it read (the tag items to delete and put, the untold mentions).
+func (a *App) editOnce(ctx context.Context, op rookery.Op, id string, e PostEdit) (rookery.Post, error) {
 	old, err := a.postForWrite(ctx, op, id, false)
 	if err != nil {
 		return rookery.Post{}, err
@@ -848,7 +864,7 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	}
 	writes := []table.Write{table.UpdateWrite(postKey(id), table.Update{Set: map[string]any{
 		"text": text, "tags": nonNil(tags), "given_tags": nonNil(givenTags(given)), "mentions": nonNil(mentions), "untold": nonNil(untold), "visibility": visibility, "edited_at": now.UnixMilli(),
-	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK))}
+	}, Add: map[string]int64{"rev": 1}}, table.Exists(table.PK), table.VersionIs("rev", old.Int("rev")))}
 	oldTags := old.Strings("tags")
 	for _, t := range oldTags {
 		if !slices.Contains(tags, t) {
@@ -866,10 +882,10 @@ func (a *App) EditPost(ctx context.Context, id string, e PostEdit) (rookery.Post
 	}
 	err = a.writeWithEvent(ctx, writes, ev)
 	a.posts.settle(ctx, a.table, id, postKey(id), err)
+	if ce := (*table.ConditionError)(nil); errors.As(err, &ce) && ce.Index == 0 {
+		return rookery.Post{}, errChanged // changed or deleted since it was read: read it again
+	}
 	if err != nil {
-		if rookery.IsKind(err, rookery.Conflict) {
-			return rookery.Post{}, rookery.E(op, rookery.NotFound, "post not found")
-		}
 		return rookery.Post{}, err
 	}
 	return a.Post(ctx, id)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -314,5 +315,32 @@ func TestMentionsFollowRenamesAndDeletions(t *testing.T) {
 	f.want(f.do("DELETE", "/v1/users/mncarol", carol, ""), 204, "")
 	if got := mentions("hi @mnbob"); got != "[]" {
 		t.Fatalf("a deleted user's name mentions %s; want []", got)
+	}
+}
+
+// TestConcurrentEdits: edits of one post made at once leave it as one of them made it, its tag
+// pages too: each lists the post exactly when its tags hold the tag.
+func TestConcurrentEdits(t *testing.T) {
+	f, _ := newFixture(t)
+	toks := f.users(t, "eddie")
+	id := f.do("POST", "/v1/posts", toks["eddie"], `{"text":"first #t0"}`).body["id"].(string)
+	for round := range 5 {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f.want(f.do("PATCH", "/v1/posts/"+id, toks["eddie"], fmt.Sprintf(`{"text":"round %d #t%d"}`, round, i)), 200, "")
+			}()
+		}
+		wg.Wait()
+		post := f.do("GET", "/v1/posts/"+id, toks["eddie"], "").body
+		for i := range 8 {
+			tag := fmt.Sprintf("t%d", i)
+			listed := len(f.do("GET", "/v1/tags/"+tag+"/posts", toks["eddie"], "").body["items"].([]any)) > 0
+			if has := slices.Contains(post["tags"].([]any), any(tag)); listed != has {
+				t.Fatalf("round %d: the post's tags are %v, and the page of #%s lists it: %v", round, post["tags"], tag, listed)
+			}
+		}
 	}
 }
