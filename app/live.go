@@ -668,21 +668,12 @@ func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.E
 // streamEdit appends a feed.update event of an edited post (event src) to the logs of the present
 // users among readers whose feed it is in now, as each may see it now. The event may come before
 // the post's feed.post (fan-out is another group), which then shows the edit already; a client
-// that does not show the post passes it over.
+// that does not show the post passes it over. The caller has set the post's copy (ApplyLive).
 func (a *App) streamEdit(ctx context.Context, src string, readers []string, entry timeline.Entry) error {
 	present, err := a.presentUsers(ctx, readers)
 	if err != nil || len(present) == 0 {
 		return err
 	}
-	// The post is read back, and its copy set: the event may be handled before the edit's writer
-	// set the copy after its commit (copies), and the views read the copy.
-	it, err := a.table.Get(ctx, postKey(entry.PostID))
-	if rookery.IsKind(err, rookery.NotFound) {
-		return nil // deleted since: its feed.remove follows
-	} else if err != nil {
-		return err
-	}
-	a.posts.fill(ctx, it)
 	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, nil, true)
 	if err != nil {
 		return err
@@ -726,9 +717,10 @@ func (a *App) forgetShown(ctx context.Context, reader, author string) error {
 // the stream logs of the present users it concerns. A post enters the feeds of its author and
 // every follower (celebrities' too: the read path merges theirs): fan-out appends those, as it
 // reads the followers anyway, and this handler only where there is no fan-out. An edited post is
-// sent again to the feeds it is in (feed.update); a deleted post leaves them; an unfollow, a block (both ways) or a mute takes an author's posts out of a feed, and a follow or
-// an unmute brings the author's recent posts in (as the timelines merge them). Notifications are
-// appended by the notifications consumer, which alone knows which it created.
+// sent again to the feeds it is in (feed.update); a deleted post leaves them; an unfollow, a block
+// (both ways) or a mute takes an author's posts out of a feed, and a follow or an unmute brings
+// the author's recent posts in (as the timelines merge them). Notifications are appended by the
+// notifications consumer, which alone knows which it created.
 func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 	const op rookery.Op = "app.ApplyLive"
 	switch ev.Type {
@@ -753,6 +745,16 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
+		// The post is read back, and its copy set, once for every page of readers: the event may be
+		// handled before the edit's writer set the copy after its commit (copies), and the views
+		// read the copy.
+		it, err := a.table.Get(ctx, postKey(p.PostID))
+		if rookery.IsKind(err, rookery.NotFound) {
+			return nil // deleted since: its feed.remove follows
+		} else if err != nil {
+			return err
+		}
+		a.posts.fill(ctx, it)
 		entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
 		return a.toAuthorAndFollowers(ctx, p.AuthorID, table.MaxQueryLimit, func(users []string) error { return a.streamEdit(ctx, ev.ID, users, entry) })
 	case FollowDeleted:
