@@ -19,8 +19,8 @@ import (
 )
 
 // TestStreams is the end-to-end test of live streams, through the real binary. Every user holds a
-// stream while a seeded random workload (post, delete, follow, unfollow, block, unblock, mute,
-// unmute, like, unlike, comment, mention) runs one action at a time; after each action every
+// stream while a seeded random workload (post, edit, delete, follow, unfollow, block, unblock,
+// mute, unmute, like, unlike, comment, mention) runs one action at a time; after each action every
 // stream must get exactly the events a reference model (internal/model) says, and nothing else,
 // and the streams' order is the order of the actions. One user's second client disconnects at
 // random steps and resumes with Last-Event-ID: at the end its sequence equals the never
@@ -232,7 +232,7 @@ func (c *streamClient) quiet(step string) {
 // eventKey names what an event is about, as the model names its expectations.
 func eventKey(t testing.TB, ev streamEvent) string {
 	var d struct {
-		Post         struct{ ID string } `json:"post"`
+		Post         struct{ ID, Text string } `json:"post"`
 		Position     string              `json:"position"`
 		PostID       string              `json:"post_id"`
 		AuthorID     string              `json:"author_id"`
@@ -252,6 +252,8 @@ func eventKey(t testing.TB, ev streamEvent) string {
 			t.Fatalf("feed.post without a position: %s", ev.Data)
 		}
 		return "post " + d.Post.ID
+	case "feed.update":
+		return "update post " + d.Post.ID + ": " + d.Post.Text
 	case "feed.remove":
 		if d.PostID != "" {
 			return "remove post " + d.PostID
@@ -455,7 +457,7 @@ func (w *streamWorld) step() (string, map[string][]string) {
 	pair := model.Pair{From: u, To: v}
 	for {
 		switch r := w.rng.IntN(100); {
-		case r < 35: // post, mentioning someone now and then
+		case r < 30: // post, mentioning someone now and then
 			text := fmt.Sprintf("post %d", w.steps)
 			if w.rng.IntN(3) == 0 {
 				text += " @" + v
@@ -480,6 +482,37 @@ func (w *streamWorld) step() (string, map[string][]string) {
 				notify(v, "mention", u, id)
 			}
 			return "post " + id + " by " + u, want
+		case r < 35: // edit: new text (naming someone now and then), a fifth of the time a new visibility
+			p := w.pickPost(func(p *model.Post) bool { return p.Author == u })
+			if p == nil {
+				continue
+			}
+			text := fmt.Sprintf("post %d, edited %d", w.steps, w.steps)
+			if w.rng.IntN(2) == 0 {
+				text += " @" + v
+			}
+			followers := p.Followers != (w.rng.IntN(5) == 0)
+			body, _ := json.Marshal(map[string]string{"text": text, "visibility": map[bool]string{true: "followers", false: "public"}[followers]})
+			if !w.m.CanWrite(u, text) {
+				continue
+			}
+			w.c.must("PATCH", "/v1/posts/"+p.ID, w.tok[u], string(body), "", 200)
+			before := map[string]int{}
+			for _, r := range w.users {
+				req, _ := w.m.Notifications(r)
+				before[r] = len(req)
+			}
+			w.m.Edit(p.ID, text, followers)
+			for _, r := range w.inFeed(p.ID) {
+				add(r, "update post "+p.ID+": "+text)
+			}
+			for _, r := range w.users { // those it names for the first time (or, made public, tells at last)
+				req, _ := w.m.Notifications(r)
+				for _, n := range req[before[r]:] {
+					notify(r, n.Type, n.Actor, n.Post)
+				}
+			}
+			return "edit " + p.ID, want
 		case r < 42: // delete
 			p := w.pickPost(func(p *model.Post) bool { return p.Author == u })
 			if p == nil {
