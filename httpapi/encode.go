@@ -74,6 +74,9 @@ func decode(r *http.Request, v any) error {
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		return rookery.E(op, rookery.Invalid, "the body is not valid JSON")
 	case errors.Is(err, rookery.ErrTimeFormat):
+		if ferr := timeFields(op, body, v); ferr != nil {
+			return ferr
+		}
 		return rookery.E(op, rookery.Invalid, err.Error())
 	}
 	var fe rookery.FieldErrors
@@ -93,7 +96,7 @@ func unknownFields(op rookery.Op, body []byte, v any) error {
 	known := jsonFields(reflect.TypeOf(v).Elem())
 	var fe rookery.FieldErrors
 	for name := range raw {
-		if !known[name] {
+		if _, ok := known[name]; !ok {
 			fe.Add(name, "is not a known field")
 		}
 	}
@@ -101,9 +104,28 @@ func unknownFields(op rookery.Op, body []byte, v any) error {
 	return fe.Err(op)
 }
 
-// jsonFields returns the JSON names of struct type t's fields.
-func jsonFields(t reflect.Type) map[string]bool {
-	names := map[string]bool{}
+// timeFields returns a field error for every top-level time field of the JSON object body (v is a
+// pointer to a struct) whose value is not a time; nil if none is (the bad time is nested).
+func timeFields(op rookery.Op, body []byte, v any) error {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return nil
+	}
+	timeType := reflect.TypeFor[rookery.Time]()
+	var fe rookery.FieldErrors
+	for name, typ := range jsonFields(reflect.TypeOf(v).Elem()) {
+		val, ok := raw[name]
+		if ok && (typ == timeType || typ == reflect.PointerTo(timeType)) && new(rookery.Time).UnmarshalJSON(val) != nil {
+			fe.Add(name, "must be an RFC 3339 time, such as 2026-11-22T10:04:05.123Z")
+		}
+	}
+	sort.Slice(fe, func(i, j int) bool { return fe[i].Name < fe[j].Name })
+	return fe.Err(op)
+}
+
+// jsonFields returns the JSON names of struct type t's fields, with their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	names := map[string]reflect.Type{}
 	if t.Kind() != reflect.Struct {
 		return names
 	}
@@ -118,7 +140,7 @@ func jsonFields(t reflect.Type) map[string]bool {
 		case "":
 			name = f.Name
 		}
-		names[name] = true
+		names[name] = f.Type
 	}
 	return names
 }
@@ -196,7 +218,7 @@ type problem struct {
 	Status int                  `json:"status"`
 	Detail string               `json:"detail"`
 	Code   string               `json:"code"`
-	Fields []rookery.FieldError `json:"fields,omitempty"`
+	Fields []rookery.FieldError `json:"fields,omitzero"` // non-nil, maybe empty, with code invalid
 	ID     string               `json:"request_id,omitempty"`
 }
 
@@ -227,9 +249,11 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Detail == "" {
 		p.Detail = p.Title
 	}
-	var fe rookery.FieldErrors
-	if kind == rookery.Invalid && errors.As(err, &fe) {
-		p.Fields = fe
+	if kind == rookery.Invalid { // the fields at fault; none when the request as a whole is (a body that is not JSON)
+		p.Fields = []rookery.FieldError{}
+		if fe := rookery.FieldErrors(nil); errors.As(err, &fe) {
+			p.Fields = fe
+		}
 	}
 	// 429 and 503 always say when to come back; another error only with a hint (a Conflict that
 	// ends by itself).
@@ -254,7 +278,7 @@ func (s *server) problemStatus(w http.ResponseWriter, r *http.Request, status in
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(problem{
 		Type: "urn:rookery:problem:invalid", Title: http.StatusText(status), Status: status,
-		Detail: detail, Code: rookery.Invalid.String(), ID: requestIDFrom(r.Context()),
+		Detail: detail, Code: rookery.Invalid.String(), Fields: []rookery.FieldError{}, ID: requestIDFrom(r.Context()),
 	})
 }
 

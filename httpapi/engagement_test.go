@@ -42,6 +42,9 @@ func TestActivitiesThroughHTTP(t *testing.T) {
 		if f.want(r, 400, "invalid"); !strings.Contains(r.body["detail"].(string), "RFC 3339") {
 			t.Errorf("occurred_at %s: detail %q does not say what a time must be", at, r.body["detail"])
 		}
+		if fields, _ := r.body["fields"].([]any); len(fields) != 1 || fields[0].(map[string]any)["name"] != "occurred_at" {
+			t.Errorf("occurred_at %s: fields %v; want occurred_at named", at, r.body["fields"])
+		}
 	}
 	f.want(f.do("POST", "/v1/activities", ann, `{"type":"sleep","idempotency_key":"x"}`), 400, "invalid")
 	f.want(f.do("POST", "/v1/activities", ann, `{"type":"daily_open","idempotency_key":"x","extra":1}`), 400, "invalid")

@@ -389,6 +389,10 @@ func (f *fixture) want(r reply, status int, code string) {
 	if r.body["code"] != code || r.body["status"] != float64(status) || r.body["title"] == "" || r.body["detail"] == "" {
 		f.t.Fatalf("problem %s; want code %s", r.raw, code)
 	}
+	// docs/api.md: invalid adds fields (empty when no one field is at fault); other codes have none.
+	if _, isList := r.body["fields"].([]any); isList != (code == "invalid") {
+		f.t.Fatalf("problem %s: fields with code %s", r.raw, code)
+	}
 }
 
 func TestUsersThroughHTTP(t *testing.T) {
