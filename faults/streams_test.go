@@ -233,10 +233,10 @@ func (c *streamClient) quiet(step string) {
 func eventKey(t testing.TB, ev streamEvent) string {
 	var d struct {
 		Post         struct{ ID, Text string } `json:"post"`
-		Position     string              `json:"position"`
-		PostID       string              `json:"post_id"`
-		AuthorID     string              `json:"author_id"`
-		Reason       string              `json:"reason"`
+		Position     string                    `json:"position"`
+		PostID       string                    `json:"post_id"`
+		AuthorID     string                    `json:"author_id"`
+		Reason       string                    `json:"reason"`
 		Notification struct {
 			Type   string `json:"type"`
 			Actor  struct{ ID string }
