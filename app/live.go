@@ -633,23 +633,9 @@ func (p *appender) one(ctx context.Context, r appendReq) error {
 // the author's posts last left their feed) nothing more. The event is the post as a feed read
 // shows it at this moment: a replay sends the same, and what changes later comes as its own event.
 func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.Entry) error {
-	present, err := a.presentUsers(ctx, readers)
-	if err != nil || len(present) == 0 {
-		return err
-	}
-	views, err := a.loadViews(ctx, present, []string{entry.AuthorID}, []string{entry.PostID}, nil, true)
-	if err != nil {
-		return err
-	}
 	var appends []streamAppend
-	stored := map[string]bool{}      // the stream post items written
-	body := rookery.NewPostBodies(1) // the post's body is every reader's: encoded once
-	for _, reader := range present {
-		p, ok := views[reader].inFeed(entry)
-		if !ok {
-			continue
-		}
-		post := body.AppendJSON(nil, p)
+	stored := map[string]bool{} // the stream post items written
+	err := a.eachFeedView(ctx, readers, entry, func(reader string, post []byte) error {
 		k := streamPostKey(entry.PostID, post)
 		if !stored[k.SK] {
 			// Before the events that refer to it, and kept longer than they are.
@@ -661,15 +647,18 @@ func (a *App) streamPost(ctx context.Context, readers []string, entry timeline.E
 		}
 		position := a.feedCursor(reader, entry)
 		appends = append(appends, streamAppend{user: reader, data: feedPostJSON(post, position), postID: entry.PostID, post: k.SK, position: position})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return a.appendBatch(ctx, shownSource(entry.AuthorID, entry.PostID), StreamFeedPost, appends)
 }
 
-// streamEdit appends a feed.update event of an edited post (event src) to the logs of the present
-// users among readers whose feed it is in now, as each may see it now. The event may come before
-// the post's feed.post (fan-out is another group), which then shows the edit already; a client
-// that does not show the post passes it over. The caller has set the post's copy (ApplyLive).
-func (a *App) streamEdit(ctx context.Context, src string, readers []string, entry timeline.Entry) error {
+// eachFeedView calls f for each present user among readers whose feed holds the post entry refers
+// to now, with the post's JSON as a feed read shows it to them (the feed's visibility, follow,
+// block and mute rules; their own liked_by_me). The post's body is encoded once for all of them.
+func (a *App) eachFeedView(ctx context.Context, readers []string, entry timeline.Entry, f func(reader string, post []byte) error) error {
 	present, err := a.presentUsers(ctx, readers)
 	if err != nil || len(present) == 0 {
 		return err
@@ -678,14 +667,30 @@ func (a *App) streamEdit(ctx context.Context, src string, readers []string, entr
 	if err != nil {
 		return err
 	}
-	var appends []streamAppend
-	body := rookery.NewPostBodies(1) // the post's body is every reader's: encoded once
+	body := rookery.NewPostBodies(1)
 	for _, reader := range present {
 		if p, ok := views[reader].inFeed(entry); ok {
-			post := body.AppendJSON(nil, p)
-			data := append(append(make([]byte, 0, len(post)+10), `{"post":`...), post...)
-			appends = append(appends, streamAppend{user: reader, data: append(data, '}')})
+			if err := f(reader, body.AppendJSON(nil, p)); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// streamEdit appends a feed.update event of an edited post (event src) to the logs of the present
+// users among readers whose feed it is in now, as each may see it now. The event may come before
+// the post's feed.post (fan-out is another group), which then shows the edit already; a client
+// that does not show the post passes it over. The caller has set the post's copy (ApplyLive).
+func (a *App) streamEdit(ctx context.Context, src string, readers []string, entry timeline.Entry) error {
+	var appends []streamAppend
+	err := a.eachFeedView(ctx, readers, entry, func(reader string, post []byte) error {
+		data := append(append(make([]byte, 0, len(post)+10), `{"post":`...), post...)
+		appends = append(appends, streamAppend{user: reader, data: append(data, '}')})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return a.appendBatch(ctx, src, StreamFeedUpdate, appends)
 }
