@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/rookery/rookery"
 )
@@ -14,11 +13,11 @@ type Backup func(ctx context.Context, name string) (BackupInfo, error)
 
 // BackupInfo describes a backup taken.
 type BackupInfo struct {
-	Name   string    `json:"name"`
-	Dir    string    `json:"dir"`
-	Bytes  int64     `json:"bytes"`
-	Began  time.Time `json:"began_at"`
-	TookMS int64     `json:"took_ms"`
+	Name   string       `json:"name"`
+	Dir    string       `json:"dir"`
+	Bytes  int64        `json:"bytes"`
+	Began  rookery.Time `json:"began_at"`
+	TookMS int64        `json:"took_ms"`
 }
 
 // backup serves POST /v1/admin/backup (server tokens): a consistent copy of the running server's

@@ -86,7 +86,7 @@ func (c *backupConfig) backup(cfg *config, checkpoint func(ctx context.Context, 
 				err = nil // the secret is configured, not generated
 			}
 		}
-		info := httpapi.BackupInfo{Name: name, Dir: dir, Began: began, TookMS: time.Since(began).Milliseconds()}
+		info := httpapi.BackupInfo{Name: name, Dir: dir, Began: rookery.Time{Time: began}, TookMS: time.Since(began).Milliseconds()}
 		if err == nil {
 			b, _ := json.MarshalIndent(map[string]any{"name": name, "began_at": began, "version": version, "took_ms": info.TookMS}, "", "  ")
 			err = os.WriteFile(filepath.Join(partial, "backup.json"), append(b, '\n'), 0o600)

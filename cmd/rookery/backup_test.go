@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/rookery/rookery"
 )
 
 // items pages a list route to its end as tok and returns every item.
@@ -267,6 +268,13 @@ func TestBackupToS3(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "backups")); len(entries) != 0 {
 		t.Fatalf("the backup's staging copy stayed behind: %v", entries)
+	}
+	// The route's reply, as docs/api.md has it: began_at in RFC 3339 UTC with milliseconds.
+	st, info := call(t, "POST", srv.url+"/v1/admin/backup", server, `{"name":"direct"}`)
+	began, _ := info["began_at"].(string)
+	if _, err := time.Parse(rookery.TimeLayout, began); st != 201 || err != nil || len(began) != len("2026-11-22T10:04:05.123Z") ||
+		info["name"] != "direct" || info["dir"] != "s3://vault/rookery/backups/direct" {
+		t.Fatalf("POST /v1/admin/backup = %d %v", st, info)
 	}
 	err := run(t.Context(), []string{"backup", "--server", srv.url, "--data-dir", dir, "--name", "nightly"}, env(nil), new(strings.Builder), new(strings.Builder))
 	if err == nil || !strings.Contains(err.Error(), "409") {
