@@ -61,8 +61,8 @@ func (a *App) AddComment(ctx context.Context, post string, in CommentInput) (c C
 		return c, false, err
 	}
 	var fe rookery.FieldErrors
-	if n := len([]rune(in.Text)); n < 1 || n > maxCommentText {
-		fe.Add("text", "must be 1 to 2000 characters")
+	if n := len([]rune(in.Text)); n < 1 || n > maxCommentText || blank(in.Text) {
+		fe.Add("text", "must be 1 to 2000 characters, not only spaces")
 	}
 	id := in.ID
 	if id != "" {

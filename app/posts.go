@@ -155,10 +155,14 @@ func checkVisibility(fe *rookery.FieldErrors, v string) {
 }
 
 func checkText(fe *rookery.FieldErrors, text string) {
-	if n := utf8.RuneCountInString(text); n < 1 || n > maxPostText || strings.TrimSpace(text) == "" {
+	if n := utf8.RuneCountInString(text); n < 1 || n > maxPostText || blank(text) {
 		fe.Add("text", "must be 1 to 5000 characters, not only spaces")
 	}
 }
+
+// blank says whether s shows nothing: it is empty or only white space. Texts people read (a post,
+// a comment, a display name) must not be.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // validPostID: the id of an existing post is a ULID (a client-chosen one is checked strictly on
 // create); reads accept 1..64 letters and digits, so no id can reach a key with a separator.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	_ "time/tzdata" // IANA zones on every machine, whatever its zoneinfo
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookery/rookery"
@@ -31,8 +33,10 @@ func (in UserInput) validate(op rookery.Op) (display, bio, tz string, err error)
 	display = in.Username
 	if in.DisplayName != nil {
 		display = *in.DisplayName
-		if n := utf8.RuneCountInString(display); n < 1 || n > 64 {
-			fe.Add("display_name", "must be 1 to 64 characters")
+		// A display name is shown on one line, beside the username: it must show something, and
+		// hold no line breaks or other control characters.
+		if n := utf8.RuneCountInString(display); n < 1 || n > 64 || blank(display) || strings.ContainsFunc(display, unicode.IsControl) {
+			fe.Add("display_name", "must be 1 to 64 characters, not only spaces, without control characters such as line breaks")
 		}
 	}
 	if in.Bio != nil {

@@ -31,6 +31,7 @@ func TestCommentsThroughHTTP(t *testing.T) {
 	f.want(f.do("POST", base, carol, `{"id":"`+c2+`","text":"second"}`), 201, "")
 	f.want(f.do("POST", base, alice, `{"text":"third, by the author"}`), 201, "")
 	f.want(f.do("POST", base, bob, `{"text":""}`), 400, "invalid")
+	f.want(f.do("POST", base, bob, `{"text":" \n\t "}`), 400, "invalid")
 	f.want(f.do("POST", base, bob, `{"text":"`+strings.Repeat("x", 2001)+`"}`), 400, "invalid")
 	f.want(f.do("POST", base, bob, `{"id":"not-a-ulid","text":"x"}`), 400, "invalid")
 	f.want(f.do("POST", base, bob, `{"id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","text":"from 2016"}`), 400, "invalid")

@@ -452,6 +452,8 @@ func TestBadInput(t *testing.T) {
 		{"an unknown time zone", `{"username":"alice","timezone":"Mars/Olympus"}`, 400, "invalid", "timezone"},
 		{"the Local time zone", `{"username":"alice","timezone":"Local"}`, 400, "invalid", "timezone"},
 		{"an empty display name", `{"username":"alice","display_name":""}`, 400, "invalid", "display_name"},
+		{"a display name of spaces", `{"username":"alice","display_name":" \u00a0 "}`, 400, "invalid", "display_name"},
+		{"a display name of two lines", `{"username":"alice","display_name":"Alice\nSmith"}`, 400, "invalid", "display_name"},
 		{"a long bio", `{"username":"alice","bio":"` + strings.Repeat("é", 501) + `"}`, 400, "invalid", "bio"},
 		{"malformed JSON", `{"username":`, 400, "invalid", ""},
 		{"bytes that are not UTF-8", "{\"username\":\"alice\",\"bio\":\"caf\xe9\"}", 400, "invalid", ""},
