@@ -151,3 +151,88 @@ func (a *App) blockedBy(ctx context.Context, op rookery.Op, owner, user string) 
 	}
 	return nil
 }
+
+// Blocked is an entry of a user's blocks list: whom they blocked, and when.
+type Blocked struct {
+	UserID    string       `json:"user_id"`
+	BlockedAt rookery.Time `json:"blocked_at"`
+}
+
+// Muted is an entry of a user's mutes list: whom they muted, and when.
+type Muted struct {
+	UserID  string       `json:"user_id"`
+	MutedAt rookery.Time `json:"muted_at"`
+}
+
+// Blocks lists whom id has blocked, by user id. A user's blocks and mutes are theirs alone: only
+// they (or a server token) may read them.
+func (a *App) Blocks(ctx context.Context, id, cursor string, limit int) (Page[Blocked], error) {
+	return relationList(ctx, a, "app.Blocks", blockKey(id, "").PK, "blocked_at", id, cursor, limit,
+		func(user string, at rookery.Time) Blocked { return Blocked{UserID: user, BlockedAt: at} })
+}
+
+// Mutes lists whom id has muted, by user id; only they (or a server token) may read it.
+func (a *App) Mutes(ctx context.Context, id, cursor string, limit int) (Page[Muted], error) {
+	return relationList(ctx, a, "app.Mutes", muteKey(id, "").PK, "muted_at", id, cursor, limit,
+		func(user string, at rookery.Time) Muted { return Muted{UserID: user, MutedAt: at} })
+}
+
+// BlockedAt returns when id blocked target, or NotFound if id has not; only id (or a server token)
+// may ask.
+func (a *App) BlockedAt(ctx context.Context, id, target string) (rookery.Time, error) {
+	return a.relationAt(ctx, "app.BlockedAt", blockKey(id, target), "blocked_at", "not blocked", id, target)
+}
+
+// MutedAt returns when id muted target, or NotFound if id has not; only id (or a server token) may
+// ask.
+func (a *App) MutedAt(ctx context.Context, id, target string) (rookery.Time, error) {
+	return a.relationAt(ctx, "app.MutedAt", muteKey(id, target), "muted_at", "not muted", id, target)
+}
+
+// relationList reads a page of the relations (blocks or mutes) under pk, id's, keyed by the other
+// user, with the time in attr. Relations with a deleted user are being erased: none is shown.
+func relationList[T any](ctx context.Context, a *App, op rookery.Op, pk, attr, id, cursor string, limit int, entry func(user string, at rookery.Time) T) (Page[T], error) {
+	if err := checkList(op, id, limit); err != nil {
+		return Page[T]{}, err
+	}
+	if err := actAs(ctx, op, id); err != nil {
+		return Page[T]{}, err
+	}
+	p, err := a.table.Query(ctx, table.Query{PK: pk, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return Page[T]{}, err
+	}
+	ids := []string{id}
+	for _, it := range p.Items {
+		ids = append(ids, it.String(table.SK))
+	}
+	gone, err := a.goneUsers(ctx, ids...)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	if gone[id] {
+		return Page[T]{}, rookery.E(op, rookery.NotFound, "user not found")
+	}
+	out := Page[T]{Items: make([]T, 0, len(p.Items)), Next: p.Next}
+	for _, it := range p.Items {
+		if user := it.String(table.SK); !gone[user] {
+			out.Items = append(out.Items, entry(user, rookery.Time{Time: time.UnixMilli(it.Int(attr)).UTC()}))
+		}
+	}
+	return out, nil
+}
+
+// relationAt reads relation k of id with target and returns its time (attr), or NotFound (missing).
+func (a *App) relationAt(ctx context.Context, op rookery.Op, k table.Key, attr, missing, id, target string) (rookery.Time, error) {
+	if err := a.checkEdge(ctx, op, id, target); err != nil {
+		return rookery.Time{}, err
+	}
+	got, err := a.table.BatchGet(ctx, []table.Key{k, userKey(id), userKey(target)})
+	if err != nil {
+		return rookery.Time{}, err
+	}
+	if got[0] == nil || userGone(got[1]) || userGone(got[2]) { // a relation of a deleted user is being erased
+		return rookery.Time{}, rookery.E(op, rookery.NotFound, missing)
+	}
+	return rookery.Time{Time: time.UnixMilli(got[0].Int(attr)).UTC()}, nil
+}

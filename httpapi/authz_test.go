@@ -53,6 +53,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"DELETE /v1/users/{id}/mutes/{target}", "DELETE", "/v1/users/owner/mutes/other", "", cell{"owner": 204, "other": 403, "follower": 403, "blocked": 403, "server": 204, "none": 401}},
 		{"PUT /v1/users/{id}/blocks/{target}", "PUT", "/v1/users/owner/blocks/other", "", cell{"owner": 204, "other": 403, "follower": 403, "blocked": 403, "server": 204, "none": 401}},
 		{"DELETE /v1/users/{id}/blocks/{target}", "DELETE", "/v1/users/owner/blocks/other", "", cell{"owner": 204, "other": 403, "follower": 403, "blocked": 403, "server": 204, "none": 401}},
+		// A user's blocks and mutes are theirs alone: only they and the server may read them.
+		{"GET /v1/users/{id}/blocks/{target}", "GET", "/v1/users/owner/blocks/blocked", "", cell{"owner": 200, "other": 403, "follower": 403, "blocked": 403, "server": 200, "none": 401}},
+		{"GET /v1/users/{id}/blocks", "GET", "/v1/users/owner/blocks", "", cell{"owner": 200, "other": 403, "follower": 403, "blocked": 403, "server": 200, "none": 401}},
+		{"GET /v1/users/{id}/mutes/{target}", "GET", "/v1/users/owner/mutes/other", "", cell{"owner": 404, "other": 403, "follower": 403, "blocked": 403, "server": 404, "none": 401}},
+		{"GET /v1/users/{id}/mutes", "GET", "/v1/users/owner/mutes", "", cell{"owner": 200, "other": 403, "follower": 403, "blocked": 403, "server": 200, "none": 401}},
 		// Following the owner: the blocked user may not.
 		{"PUT /v1/users/{id}/following/{target}", "PUT", "/v1/users/{caller}/following/owner", "", cell{"follower": 200, "blocked": 403, "none": 401}},
 		// Profiles and the graph: any authenticated caller.

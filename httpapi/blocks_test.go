@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rookery/rookery"
 )
 
 func TestBlocksAndMutesThroughHTTP(t *testing.T) {
@@ -179,4 +182,95 @@ func (f *fixture) users(t *testing.T, ids ...string) map[string]string {
 		toks[u] = token(t, u, false)
 	}
 	return toks
+}
+
+// TestBlockAndMuteLists: a user reads whom they blocked and muted, a page at a time in user id
+// order, and asks about one user; nobody else may (a server token may). An unblock, an unmute and
+// an account deletion take the entry out, from the deletion's reply on (the erasure is held back
+// here, so the lists must leave out what it has not erased yet).
+func TestBlockAndMuteLists(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	f, _ := newFixtureWith(t, fixtureConfig{holdErasure: hold})
+	server := token(t, "app", true)
+	for _, u := range []string{"alice", "bob", "carol", "dave", "erin"} {
+		f.want(f.do("PUT", "/v1/users/"+u, server, `{"username":"`+u+`"}`), 201, "")
+	}
+	alice, bob := token(t, "alice", false), token(t, "bob", false)
+	for _, u := range []string{"erin", "carol", "dave", "bob"} {
+		f.want(f.do("PUT", "/v1/users/alice/blocks/"+u, alice, ""), 204, "")
+	}
+	f.want(f.do("PUT", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+	f.want(f.do("PUT", "/v1/users/bob/blocks/carol", bob, ""), 204, "")
+
+	// list reads every page of path as tok, limit 2 a page, and returns "user at time" entries.
+	list := func(path, attr, tok string) []string {
+		var got []string
+		cursor := ""
+		for range 10 {
+			r := f.do("GET", path+"?limit=2"+cursor, tok, "")
+			f.want(r, 200, "")
+			for _, it := range r.body["items"].([]any) {
+				it := it.(map[string]any)
+				if _, err := time.Parse(rookery.TimeLayout, fmt.Sprint(it[attr])); err != nil {
+					t.Fatalf("%s: %v", path, it)
+				}
+				got = append(got, fmt.Sprint(it["user_id"]))
+			}
+			next, _ := r.body["next_cursor"].(string)
+			if next == "" {
+				return got
+			}
+			cursor = "&cursor=" + next
+		}
+		t.Fatalf("%s: more than 10 pages", path)
+		return nil
+	}
+	if got := list("/v1/users/alice/blocks", "blocked_at", alice); !slices.Equal(got, []string{"bob", "carol", "dave", "erin"}) {
+		t.Fatalf("alice's blocks = %v", got)
+	}
+	if got := list("/v1/users/alice/blocks", "blocked_at", server); len(got) != 4 {
+		t.Fatalf("alice's blocks, read by the server = %v", got)
+	}
+	if got := list("/v1/users/alice/mutes", "muted_at", alice); !slices.Equal(got, []string{"carol"}) {
+		t.Fatalf("alice's mutes = %v", got)
+	}
+	if got := list("/v1/users/bob/mutes", "muted_at", bob); len(got) != 0 {
+		t.Fatalf("bob's mutes = %v", got)
+	}
+	// One user: 200 with the time, or 404.
+	if r := f.do("GET", "/v1/users/alice/blocks/dave", alice, ""); r.status != 200 || r.body["blocked_at"] == nil {
+		t.Fatalf("alice's block of dave: %d %s", r.status, r.raw)
+	}
+	if r := f.do("GET", "/v1/users/alice/mutes/carol", alice, ""); r.status != 200 || r.body["muted_at"] == nil {
+		t.Fatalf("alice's mute of carol: %d %s", r.status, r.raw)
+	}
+	f.want(f.do("GET", "/v1/users/alice/mutes/dave", alice, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/users/bob/blocks/alice", bob, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/users/alice/blocks/alice", alice, ""), 400, "invalid")
+	f.want(f.do("GET", "/v1/users/alice/blocks/no%23body", alice, ""), 400, "invalid")
+	// Nobody else may read them, the blocked user least of all.
+	f.want(f.do("GET", "/v1/users/alice/blocks", bob, ""), 403, "forbidden")
+	f.want(f.do("GET", "/v1/users/alice/blocks/bob", bob, ""), 403, "forbidden")
+	f.want(f.do("GET", "/v1/users/alice/mutes", bob, ""), 403, "forbidden")
+	// A cursor of alice's list is no cursor of bob's.
+	next := f.do("GET", "/v1/users/alice/blocks?limit=1", alice, "").body["next_cursor"].(string)
+	f.want(f.do("GET", "/v1/users/bob/blocks?cursor="+next, bob, ""), 400, "invalid")
+	f.want(f.do("GET", "/v1/users/alice/blocks?limit=0", alice, ""), 400, "invalid")
+
+	// An unblock, an unmute and a deleted account leave the lists.
+	f.want(f.do("DELETE", "/v1/users/alice/blocks/carol", alice, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/users/alice/mutes/carol", alice, ""), 204, "")
+	f.want(f.do("DELETE", "/v1/users/dave", server, ""), 204, "")
+	if got := list("/v1/users/alice/blocks", "blocked_at", alice); !slices.Equal(got, []string{"bob", "erin"}) {
+		t.Fatalf("alice's blocks after an unblock and dave's deletion = %v", got)
+	}
+	if got := list("/v1/users/alice/mutes", "muted_at", alice); len(got) != 0 {
+		t.Fatalf("alice's mutes after the unmute = %v", got)
+	}
+	f.want(f.do("GET", "/v1/users/alice/blocks/dave", alice, ""), 404, "not_found")
+	f.want(f.do("GET", "/v1/users/alice/blocks/carol", alice, ""), 404, "not_found")
+	// A deleted user's own lists are gone with them.
+	f.want(f.do("DELETE", "/v1/users/alice", server, ""), 204, "")
+	f.want(f.do("GET", "/v1/users/alice/blocks", server, ""), 404, "not_found")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/rookery/rookery"
 	"github.com/rookery/rookery/app"
 )
 
@@ -80,6 +81,32 @@ func (s *server) mute(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) unmute(w http.ResponseWriter, r *http.Request) {
 	s.relation(w, r, s.App.Unmute)
+}
+
+func (s *server) listBlocks(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, r.PathValue("id"), s.App.Blocks)
+}
+
+func (s *server) listMutes(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, r.PathValue("id"), s.App.Mutes)
+}
+
+func (s *server) blockStatus(w http.ResponseWriter, r *http.Request) {
+	s.relationStatus(w, r, "blocked_at", s.App.BlockedAt)
+}
+
+func (s *server) muteStatus(w http.ResponseWriter, r *http.Request) {
+	s.relationStatus(w, r, "muted_at", s.App.MutedAt)
+}
+
+// relationStatus answers GET of a block or a mute: 200 with its time, named name, or 404.
+func (s *server) relationStatus(w http.ResponseWriter, r *http.Request, name string, at func(ctx context.Context, id, target string) (rookery.Time, error)) {
+	t, err := at(r.Context(), r.PathValue("id"), r.PathValue("target"))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, map[string]any{name: t})
 }
 
 // relation answers the block and mute routes: 204 on success.

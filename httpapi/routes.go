@@ -30,8 +30,12 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/users/{id}/followers", s.authed(s.listFollowers))
 	s.mux.Handle("PUT /v1/users/{id}/blocks/{target}", s.authed(s.block))
 	s.mux.Handle("DELETE /v1/users/{id}/blocks/{target}", s.authed(s.unblock))
+	s.mux.Handle("GET /v1/users/{id}/blocks/{target}", s.authed(s.blockStatus))
+	s.mux.Handle("GET /v1/users/{id}/blocks", s.authed(s.listBlocks))
 	s.mux.Handle("PUT /v1/users/{id}/mutes/{target}", s.authed(s.mute))
 	s.mux.Handle("DELETE /v1/users/{id}/mutes/{target}", s.authed(s.unmute))
+	s.mux.Handle("GET /v1/users/{id}/mutes/{target}", s.authed(s.muteStatus))
+	s.mux.Handle("GET /v1/users/{id}/mutes", s.authed(s.listMutes))
 
 	s.mux.Handle("POST /v1/posts", s.authed(s.idempotent(s.createPost)))
 	s.mux.Handle("GET /v1/posts/{id}", s.authed(s.getPost))

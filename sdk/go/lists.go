@@ -98,6 +98,20 @@ func (c *Client) Following(ctx context.Context, user string, limit int) iter.Seq
 	})
 }
 
+// Blocks iterates over whom user blocked, by user id (only user, or a server token, may read it).
+func (c *Client) Blocks(ctx context.Context, user string, limit int) iter.Seq2[api.Blocked, error] {
+	return pages[api.Blocked](ctx, limit, func(ctx context.Context, l *int, cur *string) (any, error) {
+		return c.ListBlocksWithResponse(ctx, user, &api.ListBlocksParams{Limit: l, Cursor: cur})
+	})
+}
+
+// Mutes iterates over whom user muted, by user id (only user, or a server token, may read it).
+func (c *Client) Mutes(ctx context.Context, user string, limit int) iter.Seq2[api.Muted, error] {
+	return pages[api.Muted](ctx, limit, func(ctx context.Context, l *int, cur *string) (any, error) {
+		return c.ListMutesWithResponse(ctx, user, &api.ListMutesParams{Limit: l, Cursor: cur})
+	})
+}
+
 // Comments iterates over a post's comments, oldest first.
 func (c *Client) Comments(ctx context.Context, post string, limit int) iter.Seq2[api.Comment, error] {
 	return pages[api.Comment](ctx, limit, func(ctx context.Context, l *int, cur *string) (any, error) {

@@ -223,10 +223,20 @@ func TestEveryRoute(t *testing.T) {
 
 	mu, err := bob.MuteUserWithResponse(ctx, "bob", "ann")
 	ok(t, "mute", mu.HTTPResponse, mu.Body, err)
+	gm, err := bob.GetMuteWithResponse(ctx, "bob", "ann")
+	ok(t, "get mute", gm.HTTPResponse, gm.Body, err)
+	if got := collect(t, bob.Mutes(ctx, "bob", 1)); len(got) != 1 || got[0].UserId != "ann" {
+		t.Fatalf("bob's mutes %+v", got)
+	}
 	um, err := bob.UnmuteUserWithResponse(ctx, "bob", "ann")
 	ok(t, "unmute", um.HTTPResponse, um.Body, err)
 	bl, err := bob.BlockUserWithResponse(ctx, "bob", "ann")
 	ok(t, "block", bl.HTTPResponse, bl.Body, err)
+	gb, err := bob.GetBlockWithResponse(ctx, "bob", "ann")
+	ok(t, "get block", gb.HTTPResponse, gb.Body, err)
+	if got := collect(t, bob.Blocks(ctx, "bob", 1)); len(got) != 1 || got[0].UserId != "ann" || gb.JSON200.BlockedAt != got[0].BlockedAt {
+		t.Fatalf("bob's blocks %+v", got)
+	}
 	ub, err := bob.UnblockUserWithResponse(ctx, "bob", "ann")
 	ok(t, "unblock", ub.HTTPResponse, ub.Body, err)
 	uf, err := bob.UnfollowUserWithResponse(ctx, "bob", "ann")

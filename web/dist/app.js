@@ -593,6 +593,14 @@ var Rookery = class _Rookery {
   following(user, limit) {
     return this.pages((cursor) => this.api.GET("/v1/users/{id}/following", { params: { path: { id: user }, query: { limit, cursor } } }));
   }
+  /** Whom user blocked, by user id (user's own, or any with a server token). */
+  blocks(user, limit) {
+    return this.pages((cursor) => this.api.GET("/v1/users/{id}/blocks", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  /** Whom user muted, by user id (user's own, or any with a server token). */
+  mutes(user, limit) {
+    return this.pages((cursor) => this.api.GET("/v1/users/{id}/mutes", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
   comments(post, limit) {
     return this.pages((cursor) => this.api.GET("/v1/posts/{id}/comments", { params: { path: { id: post }, query: { limit, cursor } } }));
   }

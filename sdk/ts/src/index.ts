@@ -13,6 +13,8 @@ export type User = Schemas["User"];
 export type Post = Schemas["Post"];
 export type Comment = Schemas["Comment"];
 export type Follow = Schemas["Follow"];
+export type Blocked = Schemas["Blocked"];
+export type Muted = Schemas["Muted"];
 export type Like = Schemas["Like"];
 export type Notification = Schemas["Notification"];
 export type Streak = Schemas["Streak"];
@@ -170,6 +172,14 @@ export class Rookery {
   }
   following(user: string, limit?: number) {
     return this.pages<Follow>((cursor) => this.api.GET("/v1/users/{id}/following", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  /** Whom user blocked, by user id (user's own, or any with a server token). */
+  blocks(user: string, limit?: number) {
+    return this.pages<Blocked>((cursor) => this.api.GET("/v1/users/{id}/blocks", { params: { path: { id: user }, query: { limit, cursor } } }));
+  }
+  /** Whom user muted, by user id (user's own, or any with a server token). */
+  mutes(user: string, limit?: number) {
+    return this.pages<Muted>((cursor) => this.api.GET("/v1/users/{id}/mutes", { params: { path: { id: user }, query: { limit, cursor } } }));
   }
   comments(post: string, limit?: number) {
     return this.pages<Comment>((cursor) => this.api.GET("/v1/posts/{id}/comments", { params: { path: { id: post }, query: { limit, cursor } } }));

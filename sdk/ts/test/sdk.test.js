@@ -88,8 +88,12 @@ test("the routes through the SDK: users, follows, posts, the feed across pages, 
   Rookery.check(await bob.api.DELETE("/v1/posts/{id}/comments/{comment}", { params: { path: { id: ids[1], comment: c.id } } }));
   Rookery.check(await bob.api.DELETE("/v1/posts/{id}/likes/{user}", { params: { path: { id: ids[1], user: "bob" } } }));
   Rookery.check(await ann.api.DELETE("/v1/posts/{id}", { params: { path: { id: ids[2] } } }));
-  for (const [method, kind] of [["PUT", "mutes"], ["DELETE", "mutes"], ["PUT", "blocks"], ["DELETE", "blocks"]]) {
+  for (const [method, kind] of [["PUT", "mutes"], ["GET", "mutes"], ["DELETE", "mutes"], ["PUT", "blocks"], ["GET", "blocks"], ["DELETE", "blocks"]]) {
     Rookery.check(await bob.api[method](`/v1/users/{id}/${kind}/{target}`, { params: { path: { id: "bob", target: "ann" } } }));
+    if (method === "PUT") {
+      const list = await all(kind === "mutes" ? bob.mutes("bob", 1) : bob.blocks("bob", 1));
+      assert.deepEqual(list.map((r) => r.user_id), ["ann"]);
+    }
   }
   Rookery.check(await bob.api.DELETE("/v1/users/{id}/following/{target}", { params: { path: { id: "bob", target: "ann" } } }));
 
