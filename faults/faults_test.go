@@ -697,7 +697,7 @@ func (w *workload) deletedCount() int {
 // what checkAll compares with the model.)
 func (w *workload) checkGone(u string) error {
 	server := token(w.t, "app", true)
-	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following", "/v1/users/" + u + "/export"} {
+	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following", "/v1/users/" + u + "/blocks", "/v1/users/" + u + "/mutes", "/v1/users/" + u + "/export"} {
 		if r := w.c.do("GET", path, server, "", ""); r.status != 404 {
 			return fmt.Errorf("deleted user %s: GET %s = %d %s", u, path, r.status, r.raw)
 		}
@@ -851,6 +851,19 @@ func (w *workload) checkGraph(u, tok string) error {
 		got := idsOf(items, "user_id")
 		slices.Sort(got)
 		if !slices.Equal(got, list.want) {
+			return fmt.Errorf("%s's %s = %v; the model's %v", u, list.path, got, list.want)
+		}
+	}
+	// Whom u blocks and mutes, which only u reads, listed by user id.
+	for _, list := range []struct {
+		path string
+		want []string
+	}{{"blocks", w.m.Blocking(u)}, {"mutes", w.m.Muting(u)}} {
+		items, err := w.c.pages("/v1/users/"+u+"/"+list.path, tok, 4)
+		if err != nil {
+			return err
+		}
+		if got := idsOf(items, "user_id"); !slices.Equal(got, list.want) {
 			return fmt.Errorf("%s's %s = %v; the model's %v", u, list.path, got, list.want)
 		}
 	}

@@ -327,15 +327,24 @@ func ids(ps []*Post) []string {
 
 // Following and Followers are the users u follows and who follow u, sorted.
 func (m *Model) Following(u string) []string {
-	return m.edges(func(p Pair) (bool, string) { return p.From == u, p.To })
+	return edgesOf(m.Follows, func(p Pair) (bool, string) { return p.From == u, p.To })
 }
 func (m *Model) Followers(u string) []string {
-	return m.edges(func(p Pair) (bool, string) { return p.To == u, p.From })
+	return edgesOf(m.Follows, func(p Pair) (bool, string) { return p.To == u, p.From })
 }
 
-func (m *Model) edges(pick func(Pair) (bool, string)) []string {
+// Blocking and Muting are the users u blocks and mutes, sorted.
+func (m *Model) Blocking(u string) []string {
+	return edgesOf(m.Blocks, func(p Pair) (bool, string) { return p.From == u, p.To })
+}
+func (m *Model) Muting(u string) []string {
+	return edgesOf(m.Mutes, func(p Pair) (bool, string) { return p.From == u, p.To })
+}
+
+// edgesOf returns the other ends of the pairs in set that pick picks, sorted.
+func edgesOf(set map[Pair]bool, pick func(Pair) (bool, string)) []string {
 	out := []string{}
-	for p := range m.Follows {
+	for p := range set {
 		if ok, other := pick(p); ok {
 			out = append(out, other)
 		}
