@@ -189,8 +189,8 @@ func (a *App) MutedAt(ctx context.Context, id, target string) (rookery.Time, err
 	return a.relationAt(ctx, "app.MutedAt", muteKey(id, target), "muted_at", "not muted", id, target)
 }
 
-// relationList reads a page of the relations (blocks or mutes) under pk, id's, keyed by the other
-// user, with the time in attr. Relations with a deleted user are being erased: none is shown.
+// relationList reads a page of id's relations (blocks or mutes) under pk, keyed by the other user,
+// with the time in attr.
 func relationList[T any](ctx context.Context, a *App, op rookery.Op, pk, attr, id, cursor string, limit int, entry func(user string, at rookery.Time) T) (Page[T], error) {
 	if err := checkList(op, id, limit); err != nil {
 		return Page[T]{}, err
@@ -198,28 +198,10 @@ func relationList[T any](ctx context.Context, a *App, op rookery.Op, pk, attr, i
 	if err := actAs(ctx, op, id); err != nil {
 		return Page[T]{}, err
 	}
-	p, err := a.table.Query(ctx, table.Query{PK: pk, Limit: limit, Cursor: cursor})
-	if err != nil {
-		return Page[T]{}, err
-	}
-	ids := []string{id}
-	for _, it := range p.Items {
-		ids = append(ids, it.String(table.SK))
-	}
-	gone, err := a.goneUsers(ctx, ids...)
-	if err != nil {
-		return Page[T]{}, err
-	}
-	if gone[id] {
-		return Page[T]{}, rookery.E(op, rookery.NotFound, "user not found")
-	}
-	out := Page[T]{Items: make([]T, 0, len(p.Items)), Next: p.Next}
-	for _, it := range p.Items {
-		if user := it.String(table.SK); !gone[user] {
-			out.Items = append(out.Items, entry(user, rookery.Time{Time: time.UnixMilli(it.Int(attr)).UTC()}))
-		}
-	}
-	return out, nil
+	q := table.Query{PK: pk, Limit: limit, Cursor: cursor}
+	return edgeList(ctx, a, op, q, id, func(it table.Item) string { return it.String(table.SK) }, func(it table.Item, user string) T {
+		return entry(user, rookery.Time{Time: time.UnixMilli(it.Int(attr)).UTC()})
+	})
 }
 
 // relationAt reads relation k of id with target and returns its time (attr), or NotFound (missing).

@@ -161,27 +161,35 @@ func (a *App) followList(ctx context.Context, op rookery.Op, q table.Query, othe
 		return Page[Follow]{}, err
 	}
 	q.Desc, q.Limit, q.Cursor = true, limit, cursor
+	return edgeList(ctx, a, op, q, id, func(it table.Item) string { return it.String(other) }, func(it table.Item, user string) Follow {
+		return Follow{UserID: user, FollowedAt: rookery.Time{Time: time.UnixMilli(it.Int("followed_at")).UTC()}}
+	})
+}
+
+// edgeList reads page q of id's edges (follows, blocks or mutes) and makes an entry of each whose
+// other side, other(item), is not a deleted user: the edges of deleted users, the list's owner's
+// or the other side's, are being erased, and none is shown (one batch read of the users on the
+// page). NotFound if id is deleted.
+func edgeList[T any](ctx context.Context, a *App, op rookery.Op, q table.Query, id string, other func(table.Item) string, entry func(it table.Item, user string) T) (Page[T], error) {
 	p, err := a.table.Query(ctx, q)
 	if err != nil {
-		return Page[Follow]{}, err
+		return Page[T]{}, err
 	}
-	// The edges of deleted users, the list's owner's or the other side's, are being erased: none
-	// is shown (one batch read of the users on the page).
 	ids := []string{id}
 	for _, it := range p.Items {
-		ids = append(ids, it.String(other))
+		ids = append(ids, other(it))
 	}
 	gone, err := a.goneUsers(ctx, ids...)
 	if err != nil {
-		return Page[Follow]{}, err
+		return Page[T]{}, err
 	}
 	if gone[id] {
-		return Page[Follow]{}, rookery.E(op, rookery.NotFound, "user not found")
+		return Page[T]{}, rookery.E(op, rookery.NotFound, "user not found")
 	}
-	out := Page[Follow]{Items: make([]Follow, 0, len(p.Items)), Next: p.Next}
+	out := Page[T]{Items: make([]T, 0, len(p.Items)), Next: p.Next}
 	for _, it := range p.Items {
-		if !gone[it.String(other)] {
-			out.Items = append(out.Items, Follow{UserID: it.String(other), FollowedAt: rookery.Time{Time: time.UnixMilli(it.Int("followed_at")).UTC()}})
+		if user := other(it); !gone[user] {
+			out.Items = append(out.Items, entry(it, user))
 		}
 	}
 	return out, nil
