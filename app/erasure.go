@@ -259,6 +259,18 @@ func goneOf(d Deps) *keptByUser[bool] {
 // goneKept is how many users' deletion marks a process keeps (about 80 bytes each).
 const goneKept = 200_000
 
+// exists returns NotFound unless user is a live user: neither an id that was never created nor a
+// deleted user's is. It answers from the process's copy of the profile where one is kept
+// (liveAuthor). The reads of a user's lists call it when their page is empty, which is the only
+// page a user who does not exist can get, so that a list of theirs is 404 as the user is.
+func (a *App) exists(ctx context.Context, op rookery.Op, user string) error {
+	_, err := a.liveAuthor(ctx, user)
+	if rookery.IsKind(err, rookery.NotFound) {
+		return rookery.E(op, rookery.NotFound, "user not found")
+	}
+	return err
+}
+
 // notGone returns NotFound if user is a deleted user.
 // An unknown user is not gone: the caller's own checks say what that means.
 func (a *App) notGone(ctx context.Context, op rookery.Op, user string) error {

@@ -104,6 +104,11 @@ func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (
 			}
 		}
 		if done {
+			if len(out) == 0 {
+				if err := a.exists(ctx, "app.Feed", reader); err != nil {
+					return Page[rookery.Post]{}, err
+				}
+			}
 			return Page[rookery.Post]{Items: nonNilPosts(out)}, nil
 		}
 		before = floor

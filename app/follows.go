@@ -169,11 +169,17 @@ func (a *App) followList(ctx context.Context, op rookery.Op, q table.Query, othe
 // edgeList reads page q of id's edges (follows, blocks or mutes) and makes an entry of each whose
 // other side, other(item), is not a deleted user: the edges of deleted users, the list's owner's
 // or the other side's, are being erased, and none is shown (one batch read of the users on the
-// page). NotFound if id is deleted.
+// page). NotFound if id is deleted, or was never created.
 func edgeList[T any](ctx context.Context, a *App, op rookery.Op, q table.Query, id string, other func(table.Item) string, entry func(it table.Item, user string) T) (Page[T], error) {
 	p, err := a.table.Query(ctx, q)
 	if err != nil {
 		return Page[T]{}, err
+	}
+	if len(p.Items) == 0 {
+		if err := a.exists(ctx, op, id); err != nil {
+			return Page[T]{}, err
+		}
+		return Page[T]{Items: []T{}, Next: p.Next}, nil
 	}
 	ids := []string{id}
 	for _, it := range p.Items {

@@ -133,7 +133,7 @@ func (a *App) OpenStream(ctx context.Context, lastID string) (StreamStart, error
 	if a.streams == nil {
 		return StreamStart{}, rookery.E(op, rookery.NotFound, "live streams are turned off on this server")
 	}
-	if err := a.notGone(ctx, op, user); err != nil {
+	if err := a.exists(ctx, op, user); err != nil {
 		return StreamStart{}, err
 	}
 	var last uint64
@@ -902,7 +902,7 @@ func (a *App) NewStreamTicket(ctx context.Context) (StreamTicket, error) {
 	if err != nil {
 		return StreamTicket{}, err
 	}
-	if err := a.notGone(ctx, op, user); err != nil {
+	if err := a.exists(ctx, op, user); err != nil {
 		return StreamTicket{}, err
 	}
 	b := make([]byte, 24)

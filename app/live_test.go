@@ -36,9 +36,16 @@ func testStreamLog(t *testing.T, sole bool) {
 	clock := &testClock{now: time.Now()}
 	tab := testtable.FromEnv(t, app.Schema, clock)
 	hub := &live.Hub{}
-	a := app.New(app.Deps{Table: tab, Clock: clock, IDs: func() string { return "x" }, Streams: live.Local{Hub: hub}, SoleWriter: sole})
+	a := app.New(app.Deps{Table: tab, Clock: clock, IDs: func() string { return "x" }, Streams: live.Local{Hub: hub}, SoleWriter: sole,
+		Outbox: &events.Outbox{Table: tab}}) // its events are written, not relayed: only the stream log is under test
 	as := func(u string) context.Context { return rookery.WithCaller(ctx, rookery.Caller{UserID: u}) }
 
+	if _, err := a.OpenStream(as("u1"), ""); !rookery.IsKind(err, rookery.NotFound) {
+		t.Fatalf("a stream of a user not yet created: %v; want NotFound", err)
+	}
+	if _, _, err := a.PutUser(as("u1"), "u1", app.UserInput{Username: "user1"}); err != nil {
+		t.Fatal(err)
+	}
 	start, err := a.OpenStream(as("u1"), "")
 	if err != nil || start.Head == 0 || len(start.Events) != 0 || start.Reset {
 		t.Fatalf("a first stream: %+v, %v", start, err)

@@ -316,6 +316,9 @@ func (a *App) Notifications(ctx context.Context, unread bool, cursor string, lim
 	if err := limitErr(op, limit); err != nil {
 		return Page[Notification]{}, err
 	}
+	if err := a.exists(ctx, op, user); err != nil {
+		return Page[Notification]{}, err
+	}
 	q := withCursor(notificationsQuery(user), limit, cursor)
 	if unread {
 		q = withCursor(unreadQuery(user), limit, cursor)
@@ -358,6 +361,9 @@ func (a *App) UnreadCount(ctx context.Context) (int, error) {
 	const op rookery.Op = "app.UnreadCount"
 	user, err := actingUser(ctx, op)
 	if err != nil {
+		return 0, err
+	}
+	if err := a.exists(ctx, op, user); err != nil {
 		return 0, err
 	}
 	return a.unreadCount(ctx, user)

@@ -970,7 +970,13 @@ func (a *App) PostsByAuthor(ctx context.Context, author, cursor string, limit in
 		}
 	}
 	posts, err := a.hydrate(ctx, items)
-	return Page[rookery.Post]{Items: posts, Next: page.Next}, err
+	if err == nil && len(posts) == 0 {
+		err = a.exists(ctx, op, author) // a deleted author's posts are hidden: none is shown
+	}
+	if err != nil {
+		return Page[rookery.Post]{}, err
+	}
+	return Page[rookery.Post]{Items: posts, Next: page.Next}, nil
 }
 
 // postItems returns the posts of ids that exist, in ids' order: their copies where kept, the others

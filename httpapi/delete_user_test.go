@@ -107,6 +107,7 @@ func TestDeleteUser(t *testing.T) {
 		t.Helper()
 		for _, path := range []string{"/v1/users/delalice", "/v1/usernames/delalice", "/v1/users/delalice/followers",
 			"/v1/users/delalice/following", "/v1/users/delalice/streak", "/v1/users/delalice/export",
+			"/v1/users/delalice/posts", "/v1/users/delalice/blocks", "/v1/users/delalice/mutes",
 			"/v1/posts/" + alicePosts[0], "/v1/users/delbob/following/delalice", "/v1/users/delalice/following/delbob"} {
 			if r := f.do("GET", path, server, ""); r.status != 404 {
 				t.Fatalf("%s: GET %s = %d %s; want 404", when, path, r.status, r.raw)
@@ -119,11 +120,16 @@ func TestDeleteUser(t *testing.T) {
 			}
 		}
 		for _, path := range []string{"/v1/feed", "/v1/notifications", "/v1/users/delbob/followers", "/v1/posts/" + bobPost + "/likes",
-			"/v1/posts/" + bobPost + "/comments", "/v1/tags/deltag/posts", "/v1/users/delalice/posts",
+			"/v1/posts/" + bobPost + "/comments", "/v1/tags/deltag/posts",
 			"/v1/leaderboards/authors?period=day", "/v1/leaderboards/streaks"} {
 			shows(path, bob)
 		}
 		shows("/v1/users/delcarol/following", carol)
+		for _, path := range []string{"/v1/notifications", "/v1/notifications/unread_count"} { // her own
+			if r := f.do("GET", path, alice, ""); r.status != 404 {
+				t.Fatalf("%s: GET %s as alice = %d %s; want 404", when, path, r.status, r.raw)
+			}
+		}
 		// A post that named her (its text stays) mentions nobody.
 		for _, path := range mentionPaths {
 			if got := mentions(path); got != "[]" {

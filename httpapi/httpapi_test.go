@@ -426,6 +426,30 @@ func TestUsersThroughHTTP(t *testing.T) {
 	}
 	f.want(f.do("GET", "/v1/users/nobody", bob, ""), 404, "not_found")
 	f.want(f.do("GET", "/v1/usernames/nobody", bob, ""), 404, "not_found")
+	// A user who was never created has no lists: they are 404 as the user is, to anyone, and so
+	// are the reads of a caller who is no user. A user who exists and has nothing gets empty lists.
+	nobody, carol := token(t, "nobody", false), token(t, "carol", false)
+	for _, who := range []struct{ id, tok string }{{"nobody", nobody}, {"carol", carol}} {
+		want := 404
+		if who.id == "carol" {
+			want = 200
+		}
+		for _, path := range []string{"followers", "following", "posts", "blocks", "mutes"} {
+			for _, tok := range []string{who.tok, app} {
+				if r := f.do("GET", "/v1/users/"+who.id+"/"+path, tok, ""); r.status != want || want == 200 && r.raw != `{"items":[],"next_cursor":null}`+"\n" {
+					t.Fatalf("GET /v1/users/%s/%s = %d %s; want %d", who.id, path, r.status, r.raw, want)
+				}
+			}
+		}
+		for _, path := range []string{"/v1/feed", "/v1/notifications", "/v1/notifications?unread=true", "/v1/notifications/unread_count"} {
+			if r := f.do("GET", path, who.tok, ""); r.status != want {
+				t.Fatalf("GET %s as %s = %d %s; want %d", path, who.id, r.status, r.raw, want)
+			}
+		}
+		if r := f.do("POST", "/v1/stream/tickets", who.tok, ""); r.status != map[int]int{404: 404, 200: 201}[want] {
+			t.Fatalf("POST /v1/stream/tickets as %s = %d %s", who.id, r.status, r.raw)
+		}
+	}
 	if r := f.do("GET", "/v1/users/bob", alice, ""); r.body["username"] != "bob" {
 		t.Fatalf("GET user = %s", r.raw)
 	}

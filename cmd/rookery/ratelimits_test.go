@@ -142,14 +142,14 @@ func TestRateLimitsEndToEnd(t *testing.T) {
 		tok := strings.TrimSpace(command(t, vars, "token", "--sub", "bob"))
 		for i := range 4 {
 			url := []string{a.url, b.url}[i%2]
-			st, h, _ := limited(t, "GET", url+"/v1/notifications", tok)
+			st, h, _ := limited(t, "GET", url+"/v1/leaderboards/streaks", tok)
 			if st != 200 {
 				t.Fatalf("read %d = %d", i+1, st)
 			}
 			checkFields(t, h, "read", 4, 60, 3-i)
 		}
 		for _, url := range []string{a.url, b.url} {
-			if st, _, _ := limited(t, "GET", url+"/v1/notifications", tok); st != 429 {
+			if st, _, _ := limited(t, "GET", url+"/v1/leaderboards/streaks", tok); st != 429 {
 				t.Fatalf("read 5 on %s = %d; want 429 (the count is shared)", url, st)
 			}
 		}
