@@ -389,6 +389,9 @@ func (a *App) MarkRead(ctx context.Context, ids []string, all bool) error {
 	if all == (len(ids) > 0) || len(ids) > 100 {
 		return rookery.FieldErrors{{Name: "ids", Reason: "give up to 100 ids, or all: true"}}.Err(op)
 	}
+	if err := a.exists(ctx, op, user); err != nil {
+		return err
+	}
 	if all {
 		for range 100 { // at most 100 pages of 100 per request
 			p, err := a.table.Query(ctx, withLimit(unreadQuery(user), 100))

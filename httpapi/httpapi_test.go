@@ -449,6 +449,9 @@ func TestUsersThroughHTTP(t *testing.T) {
 		if r := f.do("POST", "/v1/stream/tickets", who.tok, ""); r.status != map[int]int{404: 404, 200: 201}[want] {
 			t.Fatalf("POST /v1/stream/tickets as %s = %d %s", who.id, r.status, r.raw)
 		}
+		if r := f.do("POST", "/v1/notifications/read", who.tok, `{"all":true}`); r.status != map[int]int{404: 404, 200: 204}[want] {
+			t.Fatalf("POST /v1/notifications/read as %s = %d %s", who.id, r.status, r.raw)
+		}
 	}
 	if r := f.do("GET", "/v1/users/bob", alice, ""); r.body["username"] != "bob" {
 		t.Fatalf("GET user = %s", r.raw)
