@@ -692,9 +692,9 @@ func (w *workload) deletedCount() int {
 	return n
 }
 
-// checkGone checks that nothing of deleted user u shows: not the user, the username, the lists
-// of the graph, nor their posts (each list is 404). (Their part in others' feeds, lists, counters and notifications is
-// what checkAll compares with the model.)
+// checkGone checks that nothing of deleted user u shows: the user, the username and each of their
+// lists (graph, blocks, mutes, posts) are 404. (Their part in others' feeds, lists, counters and
+// notifications is what checkAll compares with the model.)
 func (w *workload) checkGone(u string) error {
 	server := token(w.t, "app", true)
 	for _, path := range []string{"/v1/users/" + u, "/v1/usernames/" + u, "/v1/users/" + u + "/followers", "/v1/users/" + u + "/following",
