@@ -85,7 +85,8 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 	return rookery.E(op, rookery.Conflict, "the users are being changed concurrently; retry")
 }
 
-// Unblock lifts id's block of target (follows that the block ended stay ended).
+// Unblock lifts id's block of target (follows that the block ended stay ended). It succeeds also
+// when there was none; both must be users (NotFound otherwise).
 func (a *App) Unblock(ctx context.Context, id, target string) error {
 	return a.removeRelation(ctx, "app.Unblock", id, target, blockKey(id, target), BlockDeleted, "block:")
 }
@@ -118,13 +119,16 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	return err
 }
 
-// Unmute lifts id's mute of target.
+// Unmute lifts id's mute of target. It succeeds also when there was none; both must be users.
 func (a *App) Unmute(ctx context.Context, id, target string) error {
 	return a.removeRelation(ctx, "app.Unmute", id, target, muteKey(id, target), MuteDeleted, "mute:")
 }
 
 func (a *App) removeRelation(ctx context.Context, op rookery.Op, id, target string, k table.Key, typ, keyPrefix string) error {
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
+		return err
+	}
+	if err := a.bothExist(ctx, op, id, target); err != nil {
 		return err
 	}
 	defer a.edgeChange(id, target)()

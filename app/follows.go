@@ -77,10 +77,14 @@ func (a *App) Follow(ctx context.Context, id, target string) (rookery.Time, erro
 	return rookery.Time{}, rookery.E(op, rookery.Conflict, "the follow is being changed concurrently; retry")
 }
 
-// Unfollow makes id stop following target; it succeeds also when id did not follow target.
+// Unfollow makes id stop following target; it succeeds also when id did not follow target. Both
+// must be users (NotFound otherwise, as wherever a user is named).
 func (a *App) Unfollow(ctx context.Context, id, target string) error {
 	const op rookery.Op = "app.Unfollow"
 	if err := a.checkEdge(ctx, op, id, target); err != nil {
+		return err
+	}
+	if err := a.bothExist(ctx, op, id, target); err != nil {
 		return err
 	}
 	return a.removeFollow(ctx, id, target)
@@ -122,6 +126,14 @@ func (a *App) checkEdge(ctx context.Context, op rookery.Op, id, target string) e
 		return rookery.FieldErrors{{Name: "target", Reason: "must be another user than yourself"}}.Err(op)
 	}
 	return nil
+}
+
+// bothExist returns NotFound unless id and target are both live users (see exists).
+func (a *App) bothExist(ctx context.Context, op rookery.Op, id, target string) error {
+	if err := a.exists(ctx, op, id); err != nil {
+		return err
+	}
+	return a.exists(ctx, op, target)
 }
 
 // FollowedAt returns when id started following target, or NotFound if id does not follow target.

@@ -145,6 +145,8 @@ func TestDeleteUser(t *testing.T) {
 	f.want(f.do("POST", "/v1/activities", alice, `{"type":"daily_open","idempotency_key":"d2"}`), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/delbob/following/delalice", bob, ""), 404, "not_found")
 	f.want(f.do("PUT", "/v1/users/delbob/mutes/delalice", bob, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/users/delbob/mutes/delalice", bob, ""), 404, "not_found")
+	f.want(f.do("DELETE", "/v1/users/delalice/following/delbob", alice, ""), 404, "not_found")
 	f.want(f.do("POST", "/v1/stream/tickets", alice, ""), 404, "not_found")
 	if _, status := f.tryStream(alice, "", ""); status != 404 {
 		t.Fatalf("a deleted user's stream = %d; want 404", status)

@@ -452,6 +452,19 @@ func TestUsersThroughHTTP(t *testing.T) {
 		if r := f.do("POST", "/v1/notifications/read", who.tok, `{"all":true}`); r.status != map[int]int{404: 404, 200: 204}[want] {
 			t.Fatalf("POST /v1/notifications/read as %s = %d %s", who.id, r.status, r.raw)
 		}
+		// Taking back a follow, block or mute that is not there is 204 between users; a user who
+		// does not exist is 404 on either side of it.
+		for _, rel := range []string{"following", "blocks", "mutes"} {
+			for _, path := range []string{"/v1/users/" + who.id + "/" + rel + "/bob", "/v1/users/bob/" + rel + "/" + who.id} {
+				tok := who.tok
+				if strings.HasPrefix(path, "/v1/users/bob/") {
+					tok = bob
+				}
+				if r := f.do("DELETE", path, tok, ""); r.status != map[int]int{404: 404, 200: 204}[want] {
+					t.Fatalf("DELETE %s = %d %s", path, r.status, r.raw)
+				}
+			}
+		}
 	}
 	if r := f.do("GET", "/v1/users/bob", alice, ""); r.body["username"] != "bob" {
 		t.Fatalf("GET user = %s", r.raw)
