@@ -61,6 +61,11 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 	if err := fe.Err(op); err != nil {
 		return Page[rookery.Post]{}, err
 	}
+	// A reader who is no user has no feed, also while a deleted user's timeline still holds posts
+	// (the erasure removes it later). Where the process keeps the profiles this reads nothing.
+	if err := a.exists(ctx, op, reader); err != nil {
+		return Page[rookery.Post]{}, err
+	}
 	if a.pages == nil {
 		return (&feedRead{a: a, reader: reader}).page(ctx, before, limit)
 	}
@@ -104,11 +109,6 @@ func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (
 			}
 		}
 		if done {
-			if len(out) == 0 {
-				if err := a.exists(ctx, "app.Feed", reader); err != nil {
-					return Page[rookery.Post]{}, err
-				}
-			}
 			return Page[rookery.Post]{Items: nonNilPosts(out)}, nil
 		}
 		before = floor

@@ -92,6 +92,9 @@ func TestDeleteUser(t *testing.T) {
 		if r := f.do("GET", "/v1/feed", bob, ""); !strings.Contains(r.raw, alicePosts[0]) {
 			return fmt.Errorf("bob's feed does not show alice's post yet: %s", r.raw)
 		}
+		if r := f.do("GET", "/v1/feed", alice, ""); !strings.Contains(r.raw, bobPost) {
+			return fmt.Errorf("alice's feed does not show bob's post yet: %s", r.raw)
+		}
 		return nil
 	})
 
@@ -125,7 +128,7 @@ func TestDeleteUser(t *testing.T) {
 			shows(path, bob)
 		}
 		shows("/v1/users/delcarol/following", carol)
-		for _, path := range []string{"/v1/notifications", "/v1/notifications/unread_count"} { // her own
+		for _, path := range []string{"/v1/feed", "/v1/notifications", "/v1/notifications/unread_count"} { // her own (her feed holds her posts until the erasure)
 			if r := f.do("GET", path, alice, ""); r.status != 404 {
 				t.Fatalf("%s: GET %s as alice = %d %s; want 404", when, path, r.status, r.raw)
 			}
