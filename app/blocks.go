@@ -40,7 +40,7 @@ func (a *App) Block(ctx context.Context, id, target string) error {
 		if err != nil {
 			return err
 		}
-		if got[0] == nil || userGone(got[0]) || userGone(got[4]) {
+		if got[0] == nil || got[4] == nil || userGone(got[0]) || userGone(got[4]) {
 			return rookery.E(op, rookery.NotFound, "user not found")
 		}
 		if got[1] != nil {
@@ -101,7 +101,7 @@ func (a *App) Mute(ctx context.Context, id, target string) error {
 	if err != nil {
 		return err
 	}
-	if got[0] == nil || userGone(got[0]) || userGone(got[1]) {
+	if got[0] == nil || got[1] == nil || userGone(got[0]) || userGone(got[1]) {
 		return rookery.E(op, rookery.NotFound, "user not found")
 	}
 	defer a.edgeChange(id, target)()

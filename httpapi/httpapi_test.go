@@ -452,16 +452,27 @@ func TestUsersThroughHTTP(t *testing.T) {
 		if r := f.do("POST", "/v1/notifications/read", who.tok, `{"all":true}`); r.status != map[int]int{404: 404, 200: 204}[want] {
 			t.Fatalf("POST /v1/notifications/read as %s = %d %s", who.id, r.status, r.raw)
 		}
-		// Taking back a follow, block or mute that is not there is 204 between users; a user who
-		// does not exist is 404 on either side of it.
+		// A follow, block or mute is made and taken back between users, and taking back one that
+		// is not there is 204; a user who does not exist is 404 on either side of it.
+		status := func(ok int) int {
+			if want == 404 {
+				return 404
+			}
+			return ok
+		}
 		for _, rel := range []string{"following", "blocks", "mutes"} {
-			for _, path := range []string{"/v1/users/" + who.id + "/" + rel + "/bob", "/v1/users/bob/" + rel + "/" + who.id} {
-				tok := who.tok
-				if strings.HasPrefix(path, "/v1/users/bob/") {
-					tok = bob
-				}
-				if r := f.do("DELETE", path, tok, ""); r.status != map[int]int{404: 404, 200: 204}[want] {
-					t.Fatalf("DELETE %s = %d %s", path, r.status, r.raw)
+			mine, bobs := "/v1/users/"+who.id+"/"+rel+"/bob", "/v1/users/bob/"+rel+"/"+who.id
+			for _, req := range []struct {
+				method, path, tok string
+				status            int
+			}{
+				{"PUT", mine, who.tok, status(map[string]int{"following": 200, "blocks": 204, "mutes": 204}[rel])},
+				{"DELETE", mine, who.tok, status(204)},
+				{"DELETE", mine, who.tok, status(204)},
+				{"DELETE", bobs, bob, status(204)},
+			} {
+				if r := f.do(req.method, req.path, req.tok, ""); r.status != req.status {
+					t.Fatalf("%s %s = %d %s; want %d", req.method, req.path, r.status, r.raw, req.status)
 				}
 			}
 		}
