@@ -62,10 +62,20 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 		return Page[rookery.Post]{}, err
 	}
 	// A reader who is no user has no feed, also while a deleted user's timeline still holds posts
-	// (the erasure removes it later). Where the process keeps the profiles this reads nothing.
-	if err := a.exists(ctx, op, reader); err != nil {
-		return Page[rookery.Post]{}, err
+	// (the erasure removes it later). Where the process keeps the profiles that is answered from
+	// memory; elsewhere the user's read runs beside the page's reads, not before them.
+	exists := make(chan error, 1)
+	go func() { exists <- a.exists(ctx, op, reader) }()
+	p, err := a.feedPage(ctx, reader, cursor, before, limit)
+	if xerr := <-exists; xerr != nil {
+		return Page[rookery.Post]{}, xerr
 	}
+	return p, err
+}
+
+// feedPage returns the page of reader's feed after cursor (before, parsed), from the pages kept
+// where there are.
+func (a *App) feedPage(ctx context.Context, reader, cursor string, before timeline.Entry, limit int) (Page[rookery.Post], error) {
 	if a.pages == nil {
 		return (&feedRead{a: a, reader: reader}).page(ctx, before, limit)
 	}
