@@ -62,15 +62,26 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 		return Page[rookery.Post]{}, err
 	}
 	// A reader who is no user has no feed, also while a deleted user's timeline still holds posts
-	// (the erasure removes it later). Where the process keeps the profiles that is answered from
-	// memory; elsewhere the user's read runs beside the page's reads, not before them.
+	// (the erasure removes it later). The check runs beside the page's reads, not before them.
 	exists := make(chan error, 1)
-	go func() { exists <- a.exists(ctx, op, reader) }()
+	go func() { exists <- a.readerExists(ctx, op, reader) }()
 	p, err := a.feedPage(ctx, reader, cursor, before, limit)
 	if xerr := <-exists; xerr != nil {
 		return Page[rookery.Post]{}, xerr
 	}
 	return p, err
+}
+
+// readerExists returns NotFound if reader is a deleted user, or, where the process keeps no
+// deletion marks, not a user. A process that keeps them (a.gone) answers from them, with no read
+// after a reader's first, and leaves the copies of authors (a few thousand, which hydration needs)
+// alone; a reader it knows as not deleted who was never created gets an empty page, which checks
+// (page).
+func (a *App) readerExists(ctx context.Context, op rookery.Op, reader string) error {
+	if a.gone == nil {
+		return a.exists(ctx, op, reader)
+	}
+	return a.notGone(ctx, op, reader)
 }
 
 // feedPage returns the page of reader's feed after cursor (before, parsed), from the pages kept
@@ -119,6 +130,11 @@ func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (
 			}
 		}
 		if done {
+			if len(out) == 0 { // the only page of a reader who was never created (readerExists)
+				if err := a.exists(ctx, "app.Feed", reader); err != nil {
+					return Page[rookery.Post]{}, err
+				}
+			}
 			return Page[rookery.Post]{Items: nonNilPosts(out)}, nil
 		}
 		before = floor
