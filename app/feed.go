@@ -130,7 +130,9 @@ func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (
 			}
 		}
 		if done {
-			if len(out) == 0 { // the only page of a reader who was never created (readerExists)
+			// The only page of a reader who was never created; where no deletion marks are kept,
+			// readerExists has read the user already.
+			if len(out) == 0 && a.gone != nil {
 				if err := a.exists(ctx, "app.Feed", reader); err != nil {
 					return Page[rookery.Post]{}, err
 				}
