@@ -263,7 +263,7 @@ const goneKept = 200_000
 // deleted user's is. It answers from the process's copy of the profile where one is kept (as
 // liveAuthor does), else reads it. The reads of a user's lists and feed call it when their page is
 // empty, the only page a user who does not exist can get, so that a list of theirs is 404 as the
-// user is (the feed also checks its reader's deletion on every page: readerExists); the
+// user is (the feed also checks its reader's deletion on every page: Feed); the
 // notification routes and the unfollows call it always, so that a deleted user's own are 404
 // before the erasure.
 func (a *App) exists(ctx context.Context, op rookery.Op, user string) error {

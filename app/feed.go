@@ -62,26 +62,23 @@ func (a *App) Feed(ctx context.Context, cursor string, limit int) (Page[rookery.
 		return Page[rookery.Post]{}, err
 	}
 	// A reader who is no user has no feed, also while a deleted user's timeline still holds posts
-	// (the erasure removes it later). The check runs beside the page's reads, not before them.
+	// (the erasure removes it later). With deletion marks kept the check comes first: it answers
+	// from memory after a reader's first read, and that first read's mark then answers the check of
+	// the timeline's rebuild too, which a check run beside it would leave to read the user again.
+	// Without them it reads the user, beside the page's reads.
+	if a.gone != nil {
+		if err := a.notGone(ctx, op, reader); err != nil {
+			return Page[rookery.Post]{}, err
+		}
+		return a.feedPage(ctx, reader, cursor, before, limit)
+	}
 	exists := make(chan error, 1)
-	go func() { exists <- a.readerExists(ctx, op, reader) }()
+	go func() { exists <- a.exists(ctx, op, reader) }()
 	p, err := a.feedPage(ctx, reader, cursor, before, limit)
 	if xerr := <-exists; xerr != nil {
 		return Page[rookery.Post]{}, xerr
 	}
 	return p, err
-}
-
-// readerExists returns NotFound if reader is a deleted user, or, where the process keeps no
-// deletion marks, not a user. A process that keeps them (a.gone) answers from them, with no read
-// after a reader's first, and leaves the copies of authors (a few thousand, which hydration needs)
-// alone; a reader it knows as not deleted who was never created gets an empty page, which checks
-// (page).
-func (a *App) readerExists(ctx context.Context, op rookery.Op, reader string) error {
-	if a.gone == nil {
-		return a.exists(ctx, op, reader)
-	}
-	return a.notGone(ctx, op, reader)
 }
 
 // feedPage returns the page of reader's feed after cursor (before, parsed), from the pages kept
@@ -131,7 +128,7 @@ func (r *feedRead) page(ctx context.Context, before timeline.Entry, limit int) (
 		}
 		if done {
 			// The only page of a reader who was never created; where no deletion marks are kept,
-			// readerExists has read the user already.
+			// Feed has read the user already.
 			if len(out) == 0 && a.gone != nil {
 				if err := a.exists(ctx, "app.Feed", reader); err != nil {
 					return Page[rookery.Post]{}, err
