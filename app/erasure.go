@@ -261,11 +261,11 @@ const goneKept = 200_000
 
 // exists returns NotFound unless user is a live user: neither an id that was never created nor a
 // deleted user's is. It answers from the process's copy of the profile where one is kept (as
-// liveAuthor does), else reads it. The reads of a user's lists and feed call it when their page is
-// empty, the only page a user who does not exist can get, so that a list of theirs is 404 as the
-// user is (the feed also checks its reader's deletion on every page: Feed); the
-// notification routes and the unfollows call it always, so that a deleted user's own are 404
-// before the erasure.
+// liveAuthor does), else reads it. The reads of a user's lists call it when their page is empty,
+// the only page a user who does not exist can get, so that a list of theirs is 404 as the user is.
+// The feed calls it on every page where no deletion marks are kept; where they are, it checks its
+// reader against them on every page and calls this on an empty one. The notification routes and
+// the unfollows call it always, so that a deleted user's own are 404 before the erasure.
 func (a *App) exists(ctx context.Context, op rookery.Op, user string) error {
 	if a.soleWriter {
 		if kept := a.authors.get(ctx, []string{user}); kept[0].item != nil {
