@@ -468,8 +468,8 @@ func (a *App) ApplyActivities(ctx context.Context, ev rookery.Event) error {
 	var act activity
 	switch ev.Type {
 	case PostCreated:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return rookery.E(op, rookery.Invalid, "malformed event", err)
 		}
 		act = activity{user: p.AuthorID, typ: "post", at: p.CreatedAt.Time}

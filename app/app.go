@@ -154,6 +154,7 @@ type App struct {
 	liked             *keptByUser[idSet] // the posts each reader likes (likedOf)
 	blockers          *keptByUser[idSet] // who blocks each user (blockersOf)
 	rendered          *renderedPosts
+	postPayloads      *postPayloads     // the latest post events' payloads, decoded (postPayload)
 	gone              *keptByUser[bool] // which users are deleted (goneUsers)
 	webhookPolicy     WebhookPolicy
 	endpoints         snapshot[[]Webhook]
@@ -213,7 +214,7 @@ func New(d Deps) *App {
 	hot.committed = func(ctx context.Context, k table.Key, err error) {
 		posts.settle(ctx, d.Table, postOf(k), k, err)
 	}
-	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter), changes: ch}, pages: pages, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: idSetsOf(d), blockers: idSetsOf(d), rendered: newRenderedPosts(size), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
+	return &App{recent: recentPosts{ttl: soleTTL(d.SoleWriter), changes: ch}, pages: pages, soleWriter: d.SoleWriter, scores: keptScoresOf(d), posts: posts, authors: authors, billedReads: d.BilledReads, deletedGrace: d.DeletedGrace, indexLag: d.IndexLag, streamTable: d.StreamTable, unsyncedConsumers: d.UnsyncedConsumers, followers: newFollowerLists(d.FollowerCacheIDs, d.CelebrityThreshold), readers: readersOf(d), liked: idSetsOf(d), blockers: idSetsOf(d), rendered: newRenderedPosts(size), postPayloads: newPostPayloads(postPayloadsKept), gone: goneOf(d), streams: d.Streams, presenceDelay: d.StreamPresenceDelay, webhookPolicy: d.WebhookPolicy, onQueued: d.OnWebhookQueued, log: d.Logger, onRebuild: d.OnRebuild, cursors: table.NewCursors(d.CursorKey), otherGroups: d.OtherGroups, table: d.Table, events: d.Events, outbox: d.Outbox, clock: d.Clock, ids: d.IDs, hot: hot,
 		timelines: d.Timelines, celebrityThreshold: d.CelebrityThreshold, timelineCap: d.TimelineCap,
 		eng: eng, streakLocks: keylock.Set[string]{Compare: strings.Compare}}
 }

@@ -196,8 +196,8 @@ func (a *App) ApplyCounts(ctx context.Context, ev rookery.Event) error {
 		}
 		return a.hot.add(ctx, postKey(p.PostID), record, "comment_count", delta)
 	case PostCreated, PostDeleted:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.AuthorID == "" {
+		p, err := a.postPayload(ev)
+		if err != nil || p.AuthorID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		delta := int64(1)

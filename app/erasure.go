@@ -326,8 +326,8 @@ func (a *App) ApplyErasure(ctx context.Context, ev rookery.Event) error {
 			return a.eraseItem(ctx, commentKey(p.PostID, p.CommentID), a.eraseComment)
 		})
 	case PostCreated:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return bad(err)
 		}
 		return a.ifGone(ctx, []string{p.AuthorID}, func() error { return a.eraseItem(ctx, postKey(p.PostID), a.erasePost) })

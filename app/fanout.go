@@ -35,8 +35,8 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	if ev.Type != PostCreated {
 		return nil
 	}
-	var p PostPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+	p, err := a.postPayload(ev)
+	if err != nil || p.PostID == "" {
 		return rookery.E(op, rookery.Invalid, "malformed post event", err)
 	}
 	entry := timeline.Entry{PostID: p.PostID, AuthorID: p.AuthorID, At: p.CreatedAt.Time}
@@ -65,7 +65,7 @@ func (a *App) ApplyFanout(ctx context.Context, ev rookery.Event) error {
 	// The author's own timeline holds their posts too. Each page's readers with a stream open get
 	// the post's feed.post event, once it is in their timelines.
 	var reached []string
-	err := a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
+	err = a.toAuthorAndFollowers(ctx, p.AuthorID, fanoutPage, func(users []string) error {
 		if err := a.timelines.Push(ctx, users, entry); err != nil {
 			return err
 		}
@@ -100,8 +100,8 @@ func (a *App) ApplyTimelineCleanup(ctx context.Context, ev rookery.Event) error 
 	const op rookery.Op = "app.ApplyTimelineCleanup"
 	switch ev.Type {
 	case PostDeleted:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		return a.timelines.RemovePost(ctx, p.PostID)

@@ -346,8 +346,8 @@ func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 	record := a.appliedRecord(ctx, LeaderboardsGroup, ev.ID)
 	switch ev.Type {
 	case PostCreated:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" || p.AuthorID == "" {
+		p, err := a.postPayload(ev)
+		if err != nil || p.PostID == "" || p.AuthorID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		// The post's board item is the event's applied record: it is created with the post's score
@@ -396,8 +396,8 @@ func (a *App) ApplyLeaderboards(ctx context.Context, ev rookery.Event) error {
 			}
 		}
 	case PostDeleted:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" || p.AuthorID == "" {
+		p, err := a.postPayload(ev)
+		if err != nil || p.PostID == "" || p.AuthorID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		if _, err := a.table.Get(ctx, applied); err == nil {

@@ -733,8 +733,8 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 		if ev.Type == PostCreated && a.timelines != nil {
 			return nil // fan-out appends them, as it reads the followers anyway (ApplyFanout)
 		}
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+		p, err := a.postPayload(ev)
+		if err != nil || p.PostID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		if ev.Type == PostCreated {
@@ -746,8 +746,8 @@ func (a *App) ApplyLive(ctx context.Context, ev rookery.Event) error {
 			return a.appendStream(ctx, users, ev.ID, StreamFeedRemove, remove)
 		})
 	case PostEdited:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.PostID == "" {
+		p, err := a.postPayload(ev)
+		if err != nil || p.PostID == "" {
 			return rookery.E(op, rookery.Invalid, "malformed post event", err)
 		}
 		// The post is read back, and its copy set, once for every page of readers: the event may be

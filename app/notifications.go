@@ -113,8 +113,8 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		}
 		notices = append(notices, notice{recipient: p.PostOwner, typ: "comment", actor: p.AuthorID, post: p.PostID, comment: p.CommentID, at: at})
 	case PostCreated:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		post, err := a.table.Get(ctx, postKey(p.PostID))
@@ -131,8 +131,8 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 			notices = append(notices, notice{recipient: m, typ: "mention", actor: p.AuthorID, post: p.PostID, at: at})
 		}
 	case PostEdited:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
 		for _, m := range p.NewMentions {

@@ -528,8 +528,8 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 	}
 	switch ev.Type {
 	case PostCreated, PostEdited:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return bad(err)
 		}
 		typ := "post.created"
@@ -557,8 +557,8 @@ func (a *App) webhookMessage(ctx context.Context, ev rookery.Event) (string, any
 		post.Mentions = mentionsLeft(post.Mentions, gone)
 		return typ, map[string]any{"post": post}, nil
 	case PostDeleted:
-		var p PostPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := a.postPayload(ev)
+		if err != nil {
 			return bad(err)
 		}
 		return "post.deleted", map[string]string{"post_id": p.PostID, "author_id": p.AuthorID}, nil
