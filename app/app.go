@@ -9,7 +9,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -317,6 +319,17 @@ var GroupTypes = map[string][]string{
 	TimelineCleanupGroup: {PostDeleted, FollowCreated, FollowDeleted, BlockCreated, MuteCreated, MuteDeleted},
 }
 
+// ConsumedTypes returns GroupTypes as a server consumes them. With home timelines (withTimelines),
+// the live group leaves PostCreated to fan-out, which reads the followers anyway (ApplyLive), so no
+// delivery brings it one.
+func ConsumedTypes(withTimelines bool) map[string][]string {
+	types := maps.Clone(GroupTypes)
+	if withTimelines {
+		types[LiveGroup] = slices.DeleteFunc(slices.Clone(types[LiveGroup]), func(t string) bool { return t == PostCreated })
+	}
+	return types
+}
+
 // Consumers returns the event consumers of the application, for the workers to run.
 func (a *App) Consumers() []events.Consumer {
 	// The groups whose delay users do not see at once are Background: while the home timelines,
@@ -346,8 +359,9 @@ func (a *App) Consumers() []events.Consumer {
 			events.Consumer{Group: TimelineCleanupGroup, Handle: a.ApplyTimelineCleanup, MaxAttempts: math.MaxInt32},
 		)
 	}
+	types := ConsumedTypes(a.timelines != nil)
 	for i := range cs {
-		cs[i].Types = GroupTypes[cs[i].Group]
+		cs[i].Types = types[cs[i].Group]
 	}
 	if a.unsyncedConsumers {
 		for i := range cs {

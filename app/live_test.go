@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -394,4 +395,25 @@ func liveApp(t *testing.T, hub *live.Hub, collect func(rookery.Event)) (*app.App
 		return nil
 	}}
 	return a, tab, eventstest.RunPipeline(t, outbox, raw, []events.Consumer{handle})
+}
+
+// TestConsumedTypes: with home timelines the live group is not delivered PostCreated (fan-out
+// streams a new post), and every other group's types, and GroupTypes, stay as they are.
+func TestConsumedTypes(t *testing.T) {
+	before := slices.Clone(app.GroupTypes[app.LiveGroup])
+	with, without := app.ConsumedTypes(true), app.ConsumedTypes(false)
+	if slices.Contains(with[app.LiveGroup], app.PostCreated) || !slices.Contains(without[app.LiveGroup], app.PostCreated) {
+		t.Fatalf("live's types: %v with timelines, %v without", with[app.LiveGroup], without[app.LiveGroup])
+	}
+	if want := slices.DeleteFunc(slices.Clone(before), func(s string) bool { return s == app.PostCreated }); !slices.Equal(with[app.LiveGroup], want) {
+		t.Fatalf("live's types with timelines: %v, want %v", with[app.LiveGroup], want)
+	}
+	if !slices.Equal(app.GroupTypes[app.LiveGroup], before) {
+		t.Fatalf("GroupTypes changed: %v", app.GroupTypes[app.LiveGroup])
+	}
+	for g, types := range app.GroupTypes {
+		if g != app.LiveGroup && (!slices.Equal(with[g], types) || !slices.Equal(without[g], types)) {
+			t.Errorf("%s: %v with timelines, %v without, want %v", g, with[g], without[g], types)
+		}
+	}
 }

@@ -140,14 +140,9 @@ func (e *eventsConfig) embeddedOptions(log *slog.Logger) embedded.Options {
 
 // groupTypes are the application's consumer groups with the event types each handles, for the logs
 // that deliver a group only those (the SQS log's filter policies; the embedded log passes over the
-// others). Groups not among them (the analytics export's) receive every type.
-func groupTypes() map[string][]string {
-	groups := map[string][]string{}
-	for g, types := range app.GroupTypes {
-		groups[g] = types
-	}
-	return groups
-}
+// others). Groups not among them (the analytics export's) receive every type. A server always has
+// home timelines.
+func groupTypes() map[string][]string { return app.ConsumedTypes(true) }
 
 // open opens the configured event log when it is not in the embedded store's engine: the NATS
 // log, or the embedded log in the data directory's events/ (with --store dynamo).
