@@ -117,6 +117,9 @@ func (a *App) ApplyNotifications(ctx context.Context, ev rookery.Event) error {
 		if err != nil {
 			return rookery.E(op, rookery.Invalid, err)
 		}
+		if p.Notify != nil && len(*p.Notify) == 0 {
+			return nil // it mentions no one who could see it: most posts, and no read
+		}
 		post, err := a.table.Get(ctx, postKey(p.PostID))
 		if rookery.IsKind(err, rookery.NotFound) {
 			return nil // deleted since
