@@ -44,7 +44,8 @@ type Log interface {
 	Drop(ctx context.Context, group, id string) error
 
 	// Lag says how far group is behind: events appended but not yet acked, and the time the oldest
-	// of them was appended (zero if none).
+	// of them was appended (zero if none). A log that learns an event's time only by receiving it
+	// (SNS/SQS) may give the count before the time: zero until a receive has brought the event.
 	Lag(ctx context.Context, group string) (events int64, oldest time.Time, err error)
 
 	// Ping reports whether the log answers (for /readyz).
