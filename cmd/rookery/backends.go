@@ -127,8 +127,16 @@ func (c *config) localOptions(clock rookery.Clock, cursorKey []byte, log *slog.L
 	if c.blockCache < 8 {
 		return local.Options{}, fmt.Errorf("--block-cache-mib must be at least 8, not %d", c.blockCache)
 	}
+	if c.walSync < 0 {
+		return local.Options{}, fmt.Errorf("--wal-sync-interval must not be negative, not %v", c.walSync)
+	}
+	walSync := c.walSync
+	if walSync == 0 {
+		walSync = -1 // the store's Options read 0 as the default
+	}
 	return local.Options{Dir: c.dataDir, Logger: log, Store: pebble.Options{
 		Schema: app.Schema, Clock: clock, CursorKey: cursorKey, Logger: log, CacheBytes: int64(c.blockCache) << 20,
+		WALSyncInterval: walSync,
 	}}, nil
 }
 

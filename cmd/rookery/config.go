@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/rookery/rookery/auth"
 	exports3 "github.com/rookery/rookery/export/s3"
 	"github.com/rookery/rookery/internal/awsconf"
+	"github.com/rookery/rookery/internal/pebblekit"
 	"github.com/rookery/rookery/metrics"
 	"github.com/rookery/rookery/table"
 	"github.com/rookery/rookery/table/dynamo"
@@ -31,6 +33,7 @@ type config struct {
 	dataDir    string
 	store      string
 	blockCache int // MiB
+	walSync    time.Duration
 
 	dynamoEndpoint, dynamoTable, dynamoRegion string
 	awsAccessKeyID, awsSecretAccessKey        string
@@ -48,6 +51,7 @@ func (c *config) addStoreFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded store and generated secrets")
 	f.StringVar(&c.store, "store", "pebble", "durable store: pebble (embedded) or dynamo")
 	f.IntVar(&c.blockCache, "block-cache-mib", 128, "the embedded store's block cache in MiB (its event log and timelines share it): more keeps more of a large store's blocks decoded in memory")
+	f.DurationVar(&c.walSync, "wal-sync-interval", pebblekit.DefaultWALSyncInterval, "the least time between two syncs of the embedded store's write-ahead log: more commits share a sync, for less CPU, and a synced write may wait this much longer (0: sync as soon as a commit asks)")
 	c.addDynamoFlags(f)
 }
 

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rookery/rookery/internal/pebblekit"
 )
 
 // blocking is a component that runs until stopped and counts its stops.
@@ -100,5 +103,22 @@ func TestProcs(t *testing.T) {
 		if got := procs(c.n, c.fromEnv); got != c.want {
 			t.Errorf("procs(%d, %v) = %d, want %d", c.n, c.fromEnv, got, c.want)
 		}
+	}
+}
+
+// TestWALSyncInterval: --wal-sync-interval reaches the store's options, 0 as syncing as soon as a
+// commit asks (which the options spell negative, their 0 being the default), and a negative one
+// is refused.
+func TestWALSyncInterval(t *testing.T) {
+	for flag, want := range map[time.Duration]time.Duration{pebblekit.DefaultWALSyncInterval: pebblekit.DefaultWALSyncInterval, time.Millisecond: time.Millisecond, 0: -1} {
+		c := config{blockCache: 128, walSync: flag}
+		o, err := c.localOptions(nil, nil, nil)
+		if err != nil || o.Store.WALSyncInterval != want {
+			t.Errorf("--wal-sync-interval %v: the store's interval %v (%v); want %v", flag, o.Store.WALSyncInterval, err, want)
+		}
+	}
+	c := config{blockCache: 128, walSync: -time.Millisecond}
+	if _, err := c.localOptions(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--wal-sync-interval") {
+		t.Fatalf("a negative --wal-sync-interval: %v", err)
 	}
 }

@@ -185,6 +185,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		{"serve", "--store", "sqlite", "--data-dir", t.TempDir()},
 		{"serve", "--role", "everything", "--data-dir", t.TempDir()},
 		{"serve", "--auth-secret", "short", "--data-dir", t.TempDir()},
+		{"serve", "--wal-sync-interval", "-1ms", "--data-dir", t.TempDir()},
 		{"token"},
 	} {
 		if err := run(context.Background(), args, env(nil), io.Discard, io.Discard); err == nil {

@@ -2,6 +2,7 @@ package pebblekit
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -10,8 +11,14 @@ import (
 // them; one in memory or on a test's file system, where a sync costs nothing, does not.
 func TestSyncsSpacedOnDisk(t *testing.T) {
 	po, dir := options(Config{Name: "test", Dir: "/data/store"}, nil)
-	if dir != "/data/store" || po.WALMinSyncInterval == nil || po.WALMinSyncInterval() != WALMinSyncInterval {
-		t.Fatalf("on disk: dir %q, syncs spaced %v; want /data/store, spaced by %v", dir, po.WALMinSyncInterval != nil, WALMinSyncInterval)
+	if dir != "/data/store" || po.WALMinSyncInterval == nil || po.WALMinSyncInterval() != DefaultWALSyncInterval {
+		t.Fatalf("on disk: dir %q, syncs spaced %v; want /data/store, spaced by %v", dir, po.WALMinSyncInterval != nil, DefaultWALSyncInterval)
+	}
+	if po, _ := options(Config{Name: "test", Dir: "/data/store", WALSyncInterval: time.Millisecond}, nil); po.WALMinSyncInterval == nil || po.WALMinSyncInterval() != time.Millisecond {
+		t.Errorf("configured 1ms: syncs spaced %v; want by 1ms", po.WALMinSyncInterval != nil)
+	}
+	if po, _ := options(Config{Name: "test", Dir: "/data/store", WALSyncInterval: -1}, nil); po.WALMinSyncInterval != nil {
+		t.Errorf("configured not to space syncs: spaced by %v", po.WALMinSyncInterval())
 	}
 	for name, c := range map[string]Config{
 		"in memory":   {Name: "test", InMemory: true},

@@ -51,6 +51,9 @@ type Options struct {
 	SweepInterval time.Duration
 	// CacheBytes is the block cache size; 0 means 128 MiB.
 	CacheBytes int64
+	// WALSyncInterval is the least time between two syncs of the write-ahead log (on disk): 0
+	// means pebblekit.DefaultWALSyncInterval, a negative value syncs as soon as a commit asks.
+	WALSyncInterval time.Duration
 	// Logger receives background errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -87,7 +90,7 @@ func Open(opts Options) (*DB, error) {
 		opts.Logger = slog.Default()
 	}
 	pdb, err := pebblekit.Open(op, pebblekit.Config{Name: "the embedded store", Dir: opts.Dir, InMemory: opts.InMemory, FS: opts.FS,
-		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: tune})
+		CacheBytes: opts.CacheBytes, Logger: opts.Logger, Tune: tune, WALSyncInterval: opts.WALSyncInterval})
 	if err != nil {
 		return nil, err
 	}
