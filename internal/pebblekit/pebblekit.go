@@ -88,9 +88,8 @@ func options(c Config, cache *cpebble.Cache) (*cpebble.Options, string) {
 
 // DefaultWALSyncInterval is the least time between two syncs of an engine's write-ahead log on
 // disk unless configured: a fraction of a synced request's latency, and enough for a busy server's
-// commits to share a sync. It trades a closed loop's synced writes for CPU: about a tenth less a
-// post at 1,000 posts/s, where 64 writers that each wait for their sync commit fewer
-// (docs/performance.md, "Table layer").
+// commits to share a sync. It spends the throughput of writers that each wait for their own sync
+// to save a busy server's CPU (docs/performance.md, "Wave 1's benchmarks on today's code").
 const DefaultWALSyncInterval = 250 * time.Microsecond
 
 // separateLogValues has the values of the event log's stored events (LogEvents) written to blob
